@@ -1,0 +1,189 @@
+package groupsync
+
+import (
+	"errors"
+	"maps"
+	"testing"
+
+	"github.com/checkpointd/checkpointd/messages"
+)
+
+var (
+	orders0 = messages.TopicPartition{Topic: "src.orders", Partition: 0}
+	orders1 = messages.TopicPartition{Topic: "src.orders", Partition: 1}
+	orders2 = messages.TopicPartition{Topic: "src.orders", Partition: 2}
+	gone0   = messages.TopicPartition{Topic: "src.gone", Partition: 0}
+)
+
+type tps = map[messages.TopicPartition]Checkpoint
+type reasons = map[messages.TopicPartition]Reason
+
+func exists(ps ...messages.TopicPartition) map[messages.TopicPartition]bool {
+	m := make(map[messages.TopicPartition]bool, len(ps))
+	for _, p := range ps {
+		m[p] = true
+	}
+	return m
+}
+
+func TestDecide(t *testing.T) {
+	empty := TargetGroup{State: StateEmpty}
+	notFound := TargetGroup{State: StateNotFound}
+	two := tps{orders0: {Downstream: 100, Metadata: "m0"}, orders1: {Downstream: 200, Metadata: "m1"}}
+	both := exists(orders0, orders1)
+
+	tests := []struct {
+		name        string
+		in          Input
+		wantCommit  tps
+		wantSkipped reasons
+	}{
+		{
+			name:       "new group gets every translated offset",
+			in:         Input{Checkpoints: two, Target: notFound, Existing: both},
+			wantCommit: two,
+		},
+		{
+			name: "offset zero is committed (KAFKA-10048)",
+			in: Input{Checkpoints: tps{orders0: {Downstream: 0}}, Target: notFound,
+				Existing: exists(orders0)},
+			wantCommit: tps{orders0: {Downstream: 0}},
+		},
+		{
+			name: "empty group behind the translation moves forward",
+			in: Input{Checkpoints: two, Target: empty, Existing: both,
+				Current: map[messages.TopicPartition]int64{orders0: 50, orders1: 199}},
+			wantCommit: two,
+		},
+		{
+			name: "target equal to translation is not rewritten",
+			in: Input{Checkpoints: two, Target: empty, Existing: both,
+				Current: map[messages.TopicPartition]int64{orders0: 100, orders1: 10}},
+			wantCommit:  tps{orders1: two[orders1]},
+			wantSkipped: reasons{orders0: TargetAhead},
+		},
+		{
+			name: "target ahead is never lowered, even after a source rewind",
+			in: Input{Checkpoints: two, Target: empty, Existing: both,
+				Current: map[messages.TopicPartition]int64{orders0: 5000, orders1: 201}},
+			wantSkipped: reasons{orders0: TargetAhead, orders1: TargetAhead},
+		},
+		{
+			name: "negative target offset is overwritten (KAFKA-15607)",
+			in: Input{Checkpoints: two, Target: empty, Existing: both,
+				Current: map[messages.TopicPartition]int64{orders0: -1, orders1: 300}},
+			wantCommit:  tps{orders0: two[orders0]},
+			wantSkipped: reasons{orders1: TargetAhead},
+		},
+		{
+			name: "partition without a target offset in an empty group is committed",
+			in: Input{Checkpoints: two, Target: empty, Existing: both,
+				Current: map[messages.TopicPartition]int64{orders1: 300}},
+			wantCommit:  tps{orders0: two[orders0]},
+			wantSkipped: reasons{orders1: TargetAhead},
+		},
+		{
+			name:        "stable group with members is left alone",
+			in:          Input{Checkpoints: two, Target: TargetGroup{State: "Stable", Members: 2}, Existing: both},
+			wantSkipped: reasons{orders0: ActiveOnTarget, orders1: ActiveOnTarget},
+		},
+		{
+			name:        "members make any state active",
+			in:          Input{Checkpoints: two, Target: TargetGroup{State: StateEmpty, Members: 1}, Existing: both},
+			wantSkipped: reasons{orders0: ActiveOnTarget, orders1: ActiveOnTarget},
+		},
+		{
+			name:        "classic rebalance without members yet is active",
+			in:          Input{Checkpoints: two, Target: TargetGroup{State: "PreparingRebalance"}, Existing: both},
+			wantSkipped: reasons{orders0: ActiveOnTarget, orders1: ActiveOnTarget},
+		},
+		{
+			name:        "KIP-848 reconciling group is active",
+			in:          Input{Checkpoints: two, Target: TargetGroup{State: "Reconciling", Members: 3}, Existing: both},
+			wantSkipped: reasons{orders0: ActiveOnTarget, orders1: ActiveOnTarget},
+		},
+		{
+			name:        "dead (being unloaded) is not writable",
+			in:          Input{Checkpoints: two, Target: TargetGroup{State: "Dead"}, Existing: both},
+			wantSkipped: reasons{orders0: ActiveOnTarget, orders1: ActiveOnTarget},
+		},
+		{
+			name: "failed describe is retried, never taken for new (KAFKA-19794)",
+			in: Input{Checkpoints: two, Existing: both,
+				Target: TargetGroup{State: StateNotFound, DescribeErr: errors.New("coordinator not available")}},
+			wantSkipped: reasons{orders0: DescribeFailed, orders1: DescribeFailed},
+		},
+		{
+			name: "missing topic skips its partitions only (KAFKA-19107)",
+			in: Input{Checkpoints: tps{orders0: {Downstream: 7}, gone0: {Downstream: 9}},
+				Target: empty, Existing: exists(orders0)},
+			wantCommit:  tps{orders0: {Downstream: 7}},
+			wantSkipped: reasons{gone0: TargetTopicMissing},
+		},
+		{
+			name: "partition beyond the target's partition count is missing",
+			in: Input{Checkpoints: tps{orders1: {Downstream: 1}, orders2: {Downstream: 2}},
+				Target: notFound, Existing: both},
+			wantCommit:  tps{orders1: {Downstream: 1}},
+			wantSkipped: reasons{orders2: TargetTopicMissing},
+		},
+		{
+			name:        "no partition lookup means nothing is known to exist",
+			in:          Input{Checkpoints: two, Target: notFound},
+			wantSkipped: reasons{orders0: TargetTopicMissing, orders1: TargetTopicMissing},
+		},
+		{
+			name: "negative translation is invalid, not committed",
+			in: Input{Checkpoints: tps{orders0: {Downstream: -1}}, Target: notFound,
+				Existing: exists(orders0)},
+			wantSkipped: reasons{orders0: InvalidCheckpoint},
+		},
+		{
+			name: "no checkpoints, nothing to do",
+			in:   Input{Target: empty, Existing: both},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Decide(tc.in)
+			if !maps.Equal(got.Commit, orEmpty(tc.wantCommit)) {
+				t.Errorf("Commit = %v, want %v", got.Commit, tc.wantCommit)
+			}
+			if !maps.Equal(got.Skipped, orEmpty(tc.wantSkipped)) {
+				t.Errorf("Skipped = %v, want %v", got.Skipped, tc.wantSkipped)
+			}
+			if len(got.Commit)+len(got.Skipped) != len(tc.in.Checkpoints) {
+				t.Errorf("plan covers %d partitions, want every one of %d",
+					len(got.Commit)+len(got.Skipped), len(tc.in.Checkpoints))
+			}
+		})
+	}
+}
+
+func orEmpty[V comparable](m map[messages.TopicPartition]V) map[messages.TopicPartition]V {
+	if m == nil {
+		return map[messages.TopicPartition]V{}
+	}
+	return m
+}
+
+func TestWritable(t *testing.T) {
+	tests := []struct {
+		g    TargetGroup
+		want bool
+	}{
+		{TargetGroup{State: StateEmpty}, true},
+		{TargetGroup{State: StateNotFound}, true},
+		{TargetGroup{State: StateEmpty, Members: 1}, false},
+		{TargetGroup{State: "Stable"}, false},
+		{TargetGroup{State: "CompletingRebalance"}, false},
+		{TargetGroup{State: "Assigning"}, false},
+		{TargetGroup{State: ""}, false},
+		{TargetGroup{State: StateEmpty, DescribeErr: errors.New("x")}, false},
+	}
+	for _, tc := range tests {
+		if got := tc.g.Writable(); got != tc.want {
+			t.Errorf("%+v.Writable() = %v, want %v", tc.g, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,42 @@
+package groupsync
+
+// Reason says what became of one (group, partition) in a sync round. The
+// values are stable: they label metrics and appear in logs.
+type Reason string
+
+const (
+	// Committed: the translated offset was written to the target group.
+	Committed Reason = "committed"
+	// ActiveOnTarget: the target group has members or is rebalancing, so it
+	// is left alone this round (the broker answers UNKNOWN_MEMBER_ID too).
+	ActiveOnTarget Reason = "active_on_target"
+	// TargetAhead: the target group is already at or past the translated
+	// offset; a target group is never rewound.
+	TargetAhead Reason = "target_ahead"
+	// TargetTopicMissing: the partition does not exist on the target.
+	TargetTopicMissing Reason = "target_topic_missing"
+	// Unauthorized: the principal lacks an ACL on the group or the topic.
+	Unauthorized Reason = "unauthorized"
+	// MetadataTooLarge: the commit metadata is over the target broker's
+	// offset.metadata.max.bytes.
+	MetadataTooLarge Reason = "metadata_too_large"
+	// Retriable: a transient coordinator or network error; try again later.
+	Retriable Reason = "retriable"
+	// DescribeFailed: the target group could not be described, so whether it
+	// is safe to write is unknown; try again later.
+	DescribeFailed Reason = "describe_failed"
+	// InvalidCheckpoint: the checkpoint's downstream offset is negative and
+	// there is nothing meaningful to commit. MM2 never writes one.
+	InvalidCheckpoint Reason = "invalid_checkpoint"
+	// CommitFailed: the broker refused the commit for a reason not listed
+	// above; the error is logged with it.
+	CommitFailed Reason = "commit_failed"
+)
+
+func (r Reason) String() string { return string(r) }
+
+// Reasons lists every reason, for pre-registering metric label values.
+func Reasons() []Reason {
+	return []Reason{Committed, ActiveOnTarget, TargetAhead, TargetTopicMissing, Unauthorized,
+		MetadataTooLarge, Retriable, DescribeFailed, InvalidCheckpoint, CommitFailed}
+}
