@@ -1,0 +1,182 @@
+package kafkatest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Bed is a pair of real Kafka clusters, source and target, with the MirrorMaker 2
+// processes started on them.
+type Bed struct {
+	Source, Target *Cluster
+	Lib            string        // the jar directory
+	Dir            string        // parent of the clusters' dirs; removed on Close
+	ReadyIn        time.Duration // from StartBed to both clusters ready
+
+	mu     sync.Mutex
+	mm2s   []*MM2
+	closed bool
+}
+
+// BedOptions configures StartBed. The zero value is the default bed.
+type BedOptions struct {
+	SourceAlias string // default "source"
+	TargetAlias string // default "target"
+	Lib         string // jar directory; default: Jars(ctx)
+}
+
+const dirPrefix = "kafkatest-"
+
+// StartBed formats and starts two clusters in parallel and waits until both
+// are ready. The caller must Close the bed.
+func StartBed(ctx context.Context, opts BedOptions) (*Bed, error) {
+	start := time.Now()
+	if opts.SourceAlias == "" {
+		opts.SourceAlias = "source"
+	}
+	if opts.TargetAlias == "" {
+		opts.TargetAlias = "target"
+	}
+	if opts.SourceAlias == opts.TargetAlias {
+		return nil, fmt.Errorf("start bed: source and target alias are both %q", opts.SourceAlias)
+	}
+	lib := opts.Lib
+	if lib == "" {
+		var err error
+		if lib, err = Jars(ctx); err != nil {
+			return nil, fmt.Errorf("start bed: %w", err)
+		}
+	}
+	sweepStaleDirs()
+	dir, err := os.MkdirTemp("", dirPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("start bed: create dir: %w", err)
+	}
+	// The owner file lets a later run remove this dir if this process dies
+	// without tearing down (a test timeout, SIGKILL).
+	if err := os.WriteFile(filepath.Join(dir, "owner"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("start bed: %w", err)
+	}
+
+	b := &Bed{Lib: lib, Dir: dir}
+	var wg sync.WaitGroup
+	var srcErr, tgtErr error
+	wg.Go(func() { b.Source, srcErr = startCluster(ctx, lib, opts.SourceAlias, dir) })
+	wg.Go(func() { b.Target, tgtErr = startCluster(ctx, lib, opts.TargetAlias, dir) })
+	wg.Wait()
+	if err := errors.Join(srcErr, tgtErr); err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("start bed: %w", err)
+	}
+	b.ReadyIn = time.Since(start)
+	// Registered only once started: an interrupt during start-up exits, the
+	// kernel kills the JVMs and the next run sweeps the dir.
+	register(b)
+	return b, nil
+}
+
+// Close stops MirrorMaker first (it would hang on vanished brokers), then both
+// brokers in parallel, and removes every directory. It is safe to call twice.
+func (b *Bed) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	mm2s := b.mm2s
+	b.mm2s = nil
+	b.mu.Unlock()
+	defer unregister(b)
+
+	var errs []error
+	for _, m := range mm2s {
+		if err := m.stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var wg sync.WaitGroup
+	clusterErrs := make([]error, 2)
+	for i, c := range []*Cluster{b.Source, b.Target} {
+		if c != nil {
+			wg.Go(func() { clusterErrs[i] = c.close() })
+		}
+	}
+	wg.Wait()
+	errs = append(errs, clusterErrs...)
+	if err := os.RemoveAll(b.Dir); err != nil {
+		errs = append(errs, fmt.Errorf("remove %s: %w", b.Dir, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close bed: %w", err)
+	}
+	return nil
+}
+
+// Pids are the process ids of every JVM the bed started that may still run.
+func (b *Bed) Pids() []int {
+	var pids []int
+	for _, c := range []*Cluster{b.Source, b.Target} {
+		if c != nil && c.proc != nil {
+			pids = append(pids, c.Pid())
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range b.mm2s {
+		pids = append(pids, m.Pid())
+	}
+	return pids
+}
+
+func (b *Bed) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+func (b *Bed) addMM2(m *MM2) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return errors.New("bed is closed")
+	}
+	b.mm2s = append(b.mm2s, m)
+	return nil
+}
+
+func (b *Bed) removeMM2(m *MM2) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, x := range b.mm2s {
+		if x == m {
+			b.mm2s = append(b.mm2s[:i], b.mm2s[i+1:]...)
+			return
+		}
+	}
+}
+
+// sweepStaleDirs removes bed dirs whose owning test process is gone. Their
+// JVMs died with it (Pdeathsig); only the files were left behind.
+func sweepStaleDirs() {
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, dir := range matches {
+		data, err := os.ReadFile(filepath.Join(dir, "owner"))
+		if err != nil {
+			continue // not ours, or still being created
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		_ = os.RemoveAll(dir)
+	}
+}

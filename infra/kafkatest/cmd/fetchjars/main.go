@@ -1,0 +1,26 @@
+// Command fetchjars fetches the Kafka and MirrorMaker 2 jars the integration
+// tests run, into the cache outside the repository, and prints where they are.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/checkpointd/checkpointd/infra/kafkatest"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	lib, err := kafkatest.Jars(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fetchjars: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Printf("kafka %s jars: %s (%s)\n", kafkatest.KafkaVersion, lib, time.Since(start).Round(time.Millisecond))
+}

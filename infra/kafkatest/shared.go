@@ -1,0 +1,143 @@
+package kafkatest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The package's only global state: the open beds that RunMain or an interrupt
+// must tear down, and the lazily started shared bed.
+var (
+	state struct {
+		mu         sync.Mutex
+		mainActive bool // RunMain is running the tests
+		open       map[*Bed]struct{}
+	}
+	shared struct {
+		mu    sync.Mutex // held while the bed starts, so parallel tests wait
+		tried bool
+		bed   *Bed
+		err   error
+	}
+)
+
+func register(b *Bed) {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	if state.open == nil {
+		state.open = make(map[*Bed]struct{})
+	}
+	state.open[b] = struct{}{}
+}
+
+func unregister(b *Bed) {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	delete(state.open, b)
+}
+
+// closeAll tears down every bed still open in this process.
+func closeAll() error {
+	state.mu.Lock()
+	beds := make([]*Bed, 0, len(state.open))
+	for b := range state.open {
+		beds = append(beds, b)
+	}
+	state.mu.Unlock()
+
+	errs := make([]error, len(beds))
+	var wg sync.WaitGroup
+	for i, b := range beds {
+		wg.Go(func() { errs[i] = b.Close() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// RunMain runs a package's tests and then tears down the shared bed and any
+// other bed still open. A SIGINT or SIGTERM tears them down too before the
+// process exits. Use it as:
+//
+//	func TestMain(m *testing.M) { os.Exit(kafkatest.RunMain(m)) }
+func RunMain(m *testing.M) int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case sig := <-sigs:
+			fmt.Fprintf(os.Stderr, "kafkatest: %v: tearing down Kafka test clusters\n", sig)
+			if err := closeAll(); err != nil {
+				fmt.Fprintf(os.Stderr, "kafkatest: %v\n", err)
+			}
+			code := 1
+			if s, ok := sig.(syscall.Signal); ok {
+				code = 128 + int(s)
+			}
+			os.Exit(code)
+		case <-done:
+		}
+	}()
+
+	state.mu.Lock()
+	state.mainActive = true
+	state.mu.Unlock()
+	code := m.Run()
+	if err := closeAll(); err != nil {
+		fmt.Fprintf(os.Stderr, "kafkatest: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// Shared returns the two clusters shared by all tests of this test binary,
+// starting them on first use. Tests must use UniqueName for their topics and
+// groups. With -short it skips the test. When Java, Maven or the jars are
+// missing it fails the test: a CI run must not go green without Kafka.
+func Shared(t testing.TB) *Bed {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs real Kafka")
+	}
+	state.mu.Lock()
+	mainActive := state.mainActive
+	state.mu.Unlock()
+	if !mainActive {
+		t.Fatal("kafkatest.Shared needs the package's TestMain to call kafkatest.RunMain, which tears the clusters down: func TestMain(m *testing.M) { os.Exit(kafkatest.RunMain(m)) }")
+	}
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if !shared.tried {
+		shared.tried = true
+		// Fetching jars may download (the Makefile fetches them first); the
+		// clusters have their own 90 s readiness bound.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		shared.bed, shared.err = StartBed(ctx, BedOptions{})
+		if shared.err == nil {
+			t.Logf("kafkatest: shared clusters ready in %s (source %s, target %s)",
+				shared.bed.ReadyIn.Round(time.Millisecond), shared.bed.Source.Bootstrap, shared.bed.Target.Bootstrap)
+		}
+	}
+	if err := shared.err; err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			t.Fatalf("integration test needs Java 17 and Maven to run real Kafka %s: %v", KafkaVersion, err)
+		}
+		t.Fatalf("shared Kafka clusters: %v", err)
+	}
+	if shared.bed.isClosed() {
+		t.Fatal("shared Kafka clusters were already torn down")
+	}
+	return shared.bed
+}
