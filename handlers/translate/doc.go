@@ -1,0 +1,31 @@
+// Package translate is checkpointd's offset-translation core: MirrorMaker 2's
+// OffsetSyncStore and the checkpoint rules of MirrorCheckpointTask, as pure Go
+// with no I/O.
+//
+// Three pieces work together (spec §3.4 and §4):
+//
+//   - [Index] keeps, per upstream topic-partition, MM2's 64-slot sparse history of
+//     offset syncs and translates a committed source offset into a target offset.
+//     One goroutine applies syncs while any number translate; translation never
+//     waits for an update and does not allocate.
+//   - [Commits] keeps the latest committed source offset per (group, upstream
+//     partition) and answers "which groups have a commit on this partition", so a
+//     new sync re-decides only those groups.
+//   - [Checkpoints] remembers the last checkpoint emitted per (group, renamed
+//     partition) and decides whether a new one is emitted.
+//
+// Every outcome that emits nothing carries a [Reason], for metrics and logs.
+//
+// The checks of spec §3.4 run in this order for one committed offset g of a
+// group on an upstream partition tp:
+//
+//	if !topicFilter(tp.Topic)            -> skip, ReasonFilteredTopic
+//	if g < 0 (no commit)                 -> skip, ReasonNoCommit
+//	t := index.Translate(tp, g)
+//	if t.Outcome != Translated           -> skip, t.Reason
+//	emit, why := checkpoints.Decide(group, rename(tp), g, t.Downstream)
+//	if emit { publish the checkpoint } else skip, why
+//
+// Renaming and topic filtering belong to the replication policy and the
+// configuration; they stay with the caller.
+package translate
