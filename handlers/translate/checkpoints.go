@@ -1,0 +1,91 @@
+package translate
+
+import (
+	"sync"
+
+	"github.com/checkpointd/checkpointd/messages"
+)
+
+// Checkpoint is the position last checkpointed for one (group, partition).
+type Checkpoint struct {
+	Upstream   int64 // the group's committed source offset
+	Downstream int64 // its translation on the target
+}
+
+// Checkpoints remembers the last checkpoint emitted per (group, downstream
+// partition) and applies MM2's monotonicity rule to new ones (spec §3.4 step 5).
+// Keys use the renamed (target-side) partition, as MM2's CheckpointStore does.
+// Entries are never dropped, as in MM2.
+//
+// It is safe for concurrent use. Decide checks and records in one step, but the
+// order in which checkpoints reach the topic is the caller's: decide and
+// publish one group's checkpoints from one goroutine at a time.
+type Checkpoints struct {
+	mu   sync.Mutex
+	last map[checkpointKey]Checkpoint
+}
+
+type checkpointKey struct {
+	group string
+	tp    messages.TopicPartition
+}
+
+// NewCheckpoints returns an empty checkpoint state.
+func NewCheckpoints() *Checkpoints {
+	return &Checkpoints{last: make(map[checkpointKey]Checkpoint)}
+}
+
+// Load restores a checkpoint read back from the checkpoints topic (spec §3.2):
+// the later record for a (group, partition) overwrites the earlier, whatever
+// its offsets, because the topic holds what was last emitted.
+func (c *Checkpoints) Load(group string, tp messages.TopicPartition, upstream, downstream int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last[checkpointKey{group, tp}] = Checkpoint{Upstream: upstream, Downstream: downstream}
+}
+
+// Decide reports whether the checkpoint (upstream → downstream) for group on
+// the renamed partition tp is emitted, and if not, why. It is emitted when
+//   - nothing was checkpointed for (group, tp) before;
+//   - upstream is below the last checkpoint's: the source group rewound, so
+//     the target offset may go back too;
+//   - downstream is above the last checkpoint's.
+//
+// Otherwise it is skipped with ReasonNotNewer: a repeat, or a target offset that
+// would go backwards without the group rewinding. A negative upstream is no
+// commit (ReasonNoCommit) and a negative downstream is no translation
+// (ReasonBehindOldestSync, MM2's −1); neither is emitted.
+//
+// An emitted checkpoint is recorded before Decide returns, as MM2 records it
+// before producing it (spec §13.5), so the next decision compares against it.
+func (c *Checkpoints) Decide(group string, tp messages.TopicPartition, upstream, downstream int64) (emit bool, reason Reason) {
+	switch {
+	case upstream < 0:
+		return false, ReasonNoCommit
+	case downstream < 0:
+		return false, ReasonBehindOldestSync
+	}
+	key := checkpointKey{group, tp}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if last, ok := c.last[key]; ok && upstream >= last.Upstream && downstream <= last.Downstream {
+		return false, ReasonNotNewer
+	}
+	c.last[key] = Checkpoint{Upstream: upstream, Downstream: downstream}
+	return true, ReasonNone
+}
+
+// Last returns the last checkpoint emitted or loaded for (group, tp).
+func (c *Checkpoints) Last(group string, tp messages.TopicPartition) (Checkpoint, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cp, ok := c.last[checkpointKey{group, tp}]
+	return cp, ok
+}
+
+// Len returns the number of (group, partition) pairs with a checkpoint.
+func (c *Checkpoints) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.last)
+}
