@@ -1,0 +1,72 @@
+// Package targetgroups is the target-cluster adapter for committing
+// translated offsets into consumer groups: it describes groups (classic and
+// KIP-848), reads their committed offsets, tells which target partitions
+// exist, and commits offsets the way MirrorMaker 2's admin client does,
+// without joining the group. Every broker answer is classified per partition
+// into a groupsync.Reason.
+package targetgroups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// Client talks to the target cluster. It borrows the sarama client and never
+// closes it.
+type Client struct {
+	client  sarama.Client
+	admin   sarama.ClusterAdmin
+	logger  *slog.Logger
+	retries int           // extra attempts after a coordinator moved or a connection failed
+	backoff time.Duration // pause before each extra attempt
+}
+
+// New wraps a client of the target cluster. Retries and their backoff come
+// from the client's Admin.Retry settings.
+func New(client sarama.Client, logger *slog.Logger) (*Client, error) {
+	if client == nil {
+		return nil, errors.New("target groups: nil sarama client")
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	// The admin only borrows the client; closing it would close the client,
+	// so it is never closed.
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		return nil, fmt.Errorf("target groups: admin client: %w", err)
+	}
+	conf := client.Config()
+	if !conf.Version.IsAtLeast(sarama.V3_7_0_0) {
+		logger.Warn("target client version is below 3.7: KIP-848 consumer groups cannot be described and look absent; only the broker's commit check keeps them from being written",
+			"version", conf.Version.String())
+	}
+	return &Client{
+		client:  client,
+		admin:   admin,
+		logger:  logger,
+		retries: max(conf.Admin.Retry.Max, 0),
+		backoff: conf.Admin.Retry.Backoff,
+	}, nil
+}
+
+// pause waits before attempt number attempt (counted from 1), or returns the
+// context's error.
+func (c *Client) pause(ctx context.Context, attempt int) error {
+	if attempt == 0 || c.backoff <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(c.backoff)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

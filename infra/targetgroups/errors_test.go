@@ -1,0 +1,80 @@
+package targetgroups
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/IBM/sarama"
+
+	"github.com/checkpointd/checkpointd/handlers/groupsync"
+)
+
+func TestCommitReason(t *testing.T) {
+	tests := []struct {
+		kerr sarama.KError
+		want groupsync.Reason
+	}{
+		{sarama.ErrNoError, groupsync.Committed},
+		{sarama.ErrUnknownMemberId, groupsync.ActiveOnTarget},
+		{errStaleMemberEpoch, groupsync.ActiveOnTarget},
+		{sarama.ErrUnsupportedVersion, groupsync.ActiveOnTarget}, // kfake's answer for an active KIP-848 group
+		{sarama.ErrNotCoordinatorForConsumer, groupsync.Retriable},
+		{sarama.ErrConsumerCoordinatorNotAvailable, groupsync.Retriable},
+		{sarama.ErrOffsetsLoadInProgress, groupsync.Retriable},
+		{sarama.ErrRebalanceInProgress, groupsync.Retriable},
+		{sarama.ErrUnknownTopicOrPartition, groupsync.TargetTopicMissing},
+		{sarama.ErrTopicAuthorizationFailed, groupsync.Unauthorized},
+		{sarama.ErrGroupAuthorizationFailed, groupsync.Unauthorized},
+		{sarama.ErrOffsetMetadataTooLarge, groupsync.MetadataTooLarge},
+		{sarama.ErrInvalidCommitOffsetSize, groupsync.CommitFailed},
+		{sarama.ErrGroupIDNotFound, groupsync.CommitFailed}, // a share group
+	}
+	for _, tc := range tests {
+		if got := commitReason(tc.kerr); got != tc.want {
+			t.Errorf("commitReason(%d %v) = %s, want %s", int16(tc.kerr), tc.kerr, got, tc.want)
+		}
+	}
+}
+
+func TestRetryAtCoordinator(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{sarama.ErrNotCoordinatorForConsumer, true},
+		{fmt.Errorf("wrapped: %w", sarama.ErrConsumerCoordinatorNotAvailable), true},
+		{sarama.ErrOffsetsLoadInProgress, true},
+		{io.EOF, true},
+		{sarama.ErrNotConnected, true},
+		{sarama.ErrUnknownMemberId, false},
+		{sarama.ErrGroupAuthorizationFailed, false},
+		{sarama.ErrClosedClient, false},
+		{sarama.ConfigurationError("bad"), false},
+	}
+	for _, tc := range tests {
+		if got := retryAtCoordinator(tc.err); got != tc.want {
+			t.Errorf("retryAtCoordinator(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestPartitionResultNamesTheMissingACL(t *testing.T) {
+	tp := orders(3)
+	group := partitionResult("payments", tp, sarama.ErrGroupAuthorizationFailed)
+	if group.Reason != groupsync.Unauthorized || !errors.Is(group.Err, sarama.ErrGroupAuthorizationFailed) {
+		t.Fatalf("group auth: %+v", group)
+	}
+	if want := `needs READ on group "payments"`; !contains(group.Err.Error(), want) {
+		t.Errorf("group auth error %q does not say %q", group.Err, want)
+	}
+	topic := partitionResult("payments", tp, sarama.ErrTopicAuthorizationFailed)
+	if want := `needs READ on topic "src.orders"`; !contains(topic.Err.Error(), want) {
+		t.Errorf("topic auth error %q does not say %q", topic.Err, want)
+	}
+	if ok := partitionResult("payments", tp, sarama.ErrNoError); ok.Reason != groupsync.Committed || ok.Err != nil {
+		t.Errorf("no error: %+v", ok)
+	}
+}
