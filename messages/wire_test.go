@@ -94,3 +94,31 @@ func brief(v any) string {
 	}
 	return s
 }
+
+// wantWellFormedError checks what fuzzing demands of a decode failure: a
+// *DecodeError with a known cause, pointing inside the input.
+func wantWellFormedError(t *testing.T, err error, key, value []byte) {
+	t.Helper()
+	var de *messages.DecodeError
+	if !errors.As(err, &de) {
+		t.Fatalf("error %v is not a *DecodeError", err)
+	}
+	if de.Offset < 0 || de.Offset > max(len(key), len(value)) {
+		t.Fatalf("error %v points outside the input", err)
+	}
+	for _, cause := range []error{messages.ErrTruncated, messages.ErrNegativeLength, messages.ErrUnsupportedVersion,
+		messages.ErrStringTooLong, messages.ErrMalformed, messages.ErrTombstone} {
+		if errors.Is(err, cause) {
+			return
+		}
+	}
+	t.Fatalf("error %v has no sentinel cause", err)
+}
+
+// nullable returns nil for a tombstone: fuzz inputs cannot be nil by themselves.
+func nullable(b []byte, null bool) []byte {
+	if null {
+		return nil
+	}
+	return b
+}
