@@ -1,0 +1,403 @@
+package targetgroups_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/checkpointd/checkpointd/handlers/groupsync"
+	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/infra/targetgroups"
+	"github.com/checkpointd/checkpointd/messages"
+)
+
+func TestMain(m *testing.M) { os.Exit(kafkatest.RunMain(m)) }
+
+// target is one test's view of the shared target cluster.
+type target struct {
+	cluster *kafkatest.Cluster
+	client  *targetgroups.Client
+	topic   string // a fresh topic with two partitions
+}
+
+func newTarget(t *testing.T) target {
+	t.Helper()
+	bed := kafkatest.Shared(t)
+	c, err := targetgroups.New(bed.Target.Client(t), slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := kafkatest.UniqueName(t, "orders")
+	bed.Target.CreateTopic(t, topic, 2, nil)
+	return target{cluster: bed.Target, client: c, topic: topic}
+}
+
+func (tg target) tp(p int32) messages.TopicPartition {
+	return messages.TopicPartition{Topic: tg.topic, Partition: p}
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func describeOne(t *testing.T, c *targetgroups.Client, group string) targetgroups.GroupState {
+	t.Helper()
+	states, err := c.Describe(testContext(t), []string{group})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := states[group]
+	if !ok {
+		t.Fatalf("Describe left out group %s", group)
+	}
+	if s.Err != nil {
+		t.Fatalf("describe %s: %v", group, s.Err)
+	}
+	return s
+}
+
+func reasons(res targetgroups.CommitResult) map[messages.TopicPartition]groupsync.Reason {
+	out := make(map[messages.TopicPartition]groupsync.Reason, len(res.Partitions))
+	for tp, p := range res.Partitions {
+		out[tp] = p.Reason
+	}
+	return out
+}
+
+func TestCommitIntoNewGroupCreatesSimpleGroup(t *testing.T) {
+	tg := newTarget(t)
+	group := kafkatest.UniqueName(t, "g")
+
+	if s := describeOne(t, tg.client, group); s.State != groupsync.StateNotFound || s.Active {
+		t.Fatalf("before any commit: %+v, want NotFound and not active", s)
+	}
+	offsets := map[messages.TopicPartition]targetgroups.Offset{
+		tg.tp(0): {Offset: 10, Metadata: "from-source"},
+		tg.tp(1): {Offset: 0},
+	}
+	res, err := tg.client.Commit(testContext(t), group, offsets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tp, p := range res.Partitions {
+		if p.Reason != groupsync.Committed || p.Err != nil {
+			t.Errorf("%s: %s %v, want committed", tp, p.Reason, p.Err)
+		}
+	}
+
+	s := describeOne(t, tg.client, group)
+	if s.State != groupsync.StateEmpty || s.Protocol != targetgroups.ProtocolClassic || s.Members != 0 || s.Active {
+		t.Errorf("after commit: %+v, want an Empty classic group without members", s)
+	}
+	got, err := tg.client.Offsets(testContext(t), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[tg.tp(0)] != 10 || got[tg.tp(1)] != 0 {
+		t.Errorf("Offsets = %v, want %s=10 %s=0", got, tg.tp(0), tg.tp(1))
+	}
+
+	// What a consumer will see: the metadata copied and no leader epoch.
+	resp, err := tg.cluster.Admin(t).ListConsumerGroupOffsets(group, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[int32]string{0: "from-source", 1: ""} {
+		b := resp.GetBlock(tg.topic, p)
+		if b == nil {
+			t.Fatalf("no committed offset for partition %d", p)
+		}
+		if b.LeaderEpoch != -1 {
+			t.Errorf("partition %d: committed leader epoch %d, want -1", p, b.LeaderEpoch)
+		}
+		if b.Metadata != want {
+			t.Errorf("partition %d: metadata %q, want %q", p, b.Metadata, want)
+		}
+	}
+}
+
+func TestCommitIntoEmptyGroup(t *testing.T) {
+	tg := newTarget(t)
+	group := kafkatest.UniqueName(t, "g")
+	tg.cluster.CommitOffsets(t, group, map[messages.TopicPartition]int64{tg.tp(0): 5, tg.tp(1): 50})
+
+	if s := describeOne(t, tg.client, group); s.State != groupsync.StateEmpty || s.Active {
+		t.Fatalf("%+v, want Empty", s)
+	}
+	res, err := tg.client.Commit(testContext(t), group, map[messages.TopicPartition]targetgroups.Offset{tg.tp(0): {Offset: 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Partitions[tg.tp(0)]; r.Reason != groupsync.Committed {
+		t.Fatalf("commit into empty group: %s %v", r.Reason, r.Err)
+	}
+	got := tg.cluster.CommittedOffsets(t, group)
+	if got[tg.tp(0)] != 7 || got[tg.tp(1)] != 50 {
+		t.Errorf("offsets %v, want partition 0 at 7 and partition 1 untouched at 50", got)
+	}
+}
+
+func TestCommitSkipsMissingTopicPartitionsOnly(t *testing.T) {
+	tg := newTarget(t)
+	group := kafkatest.UniqueName(t, "g")
+	missingTopic := messages.TopicPartition{Topic: kafkatest.UniqueName(t, "gone"), Partition: 0}
+	missingPartition := tg.tp(7)
+
+	exist, err := tg.client.ExistingPartitions(testContext(t), []string{tg.topic, missingTopic.Topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !exist[tg.tp(0)] || !exist[tg.tp(1)] || exist[missingPartition] || exist[missingTopic] || len(exist) != 2 {
+		t.Errorf("ExistingPartitions = %v, want exactly %s and %s", exist, tg.tp(0), tg.tp(1))
+	}
+
+	res, err := tg.client.Commit(testContext(t), group, map[messages.TopicPartition]targetgroups.Offset{
+		tg.tp(0): {Offset: 3}, missingTopic: {Offset: 3}, missingPartition: {Offset: 3},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[messages.TopicPartition]groupsync.Reason{
+		tg.tp(0): groupsync.Committed, missingTopic: groupsync.TargetTopicMissing, missingPartition: groupsync.TargetTopicMissing,
+	}
+	if got := reasons(res); !equalReasons(got, want) {
+		t.Errorf("reasons %v, want %v", got, want)
+	}
+	if got := tg.cluster.CommittedOffsets(t, group); len(got) != 1 || got[tg.tp(0)] != 3 {
+		t.Errorf("offsets %v, want only %s at 3", got, tg.tp(0))
+	}
+	// Looking a topic up must not create it.
+	exist, err = tg.client.ExistingPartitions(testContext(t), []string{missingTopic.Topic})
+	if err != nil || len(exist) != 0 {
+		t.Errorf("missing topic after the commit: %v, %v", exist, err)
+	}
+}
+
+func TestCommitMetadataTooLarge(t *testing.T) {
+	tg := newTarget(t)
+	group := kafkatest.UniqueName(t, "g")
+	res, err := tg.client.Commit(testContext(t), group, map[messages.TopicPartition]targetgroups.Offset{
+		tg.tp(0): {Offset: 1, Metadata: strings.Repeat("x", 4097)}, // offset.metadata.max.bytes is 4096
+		tg.tp(1): {Offset: 1, Metadata: "fine"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Partitions[tg.tp(0)]; r.Reason != groupsync.MetadataTooLarge || !errors.Is(r.Err, sarama.ErrOffsetMetadataTooLarge) {
+		t.Errorf("oversized metadata: %s %v", r.Reason, r.Err)
+	}
+	if r := res.Partitions[tg.tp(1)]; r.Reason != groupsync.Committed {
+		t.Errorf("fine metadata: %s %v", r.Reason, r.Err)
+	}
+}
+
+func TestActiveClassicGroupIsNotWritten(t *testing.T) {
+	tg := newTarget(t)
+	group := kafkatest.UniqueName(t, "g")
+	tg.cluster.CommitOffsets(t, group, map[messages.TopicPartition]int64{tg.tp(0): 5, tg.tp(1): 5})
+	joinClassic(t, tg.cluster, group, tg.topic)
+
+	s := describeOne(t, tg.client, group)
+	if s.State != "Stable" || s.Protocol != targetgroups.ProtocolClassic || s.Members != 1 || !s.Active {
+		t.Errorf("joined classic group: %+v, want Stable, classic, one member, active", s)
+	}
+	res, err := tg.client.Commit(testContext(t), group, map[messages.TopicPartition]targetgroups.Offset{tg.tp(0): {Offset: 1}, tg.tp(1): {Offset: 9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tp, p := range res.Partitions {
+		if p.Reason != groupsync.ActiveOnTarget || !errors.Is(p.Err, sarama.ErrUnknownMemberId) {
+			t.Errorf("%s: %s %v, want active_on_target from UNKNOWN_MEMBER_ID", tp, p.Reason, p.Err)
+		}
+	}
+	if got := tg.cluster.CommittedOffsets(t, group); got[tg.tp(0)] != 5 || got[tg.tp(1)] != 5 {
+		t.Errorf("offsets of the active group changed: %v", got)
+	}
+}
+
+func TestActiveConsumerProtocolGroupIsNotWritten(t *testing.T) {
+	tg := newTarget(t)
+	group := kafkatest.UniqueName(t, "g")
+	tg.cluster.CommitOffsets(t, group, map[messages.TopicPartition]int64{tg.tp(0): 5, tg.tp(1): 5})
+	joinConsumerProtocol(t, tg.cluster, group, tg.topic)
+
+	var s targetgroups.GroupState
+	waitUntil(t, 30*time.Second, "KIP-848 group to be Stable", func() bool {
+		s = describeOne(t, tg.client, group)
+		return s.State == "Stable"
+	})
+	if s.Protocol != targetgroups.ProtocolConsumer || s.Members != 1 || !s.Active {
+		t.Errorf("joined KIP-848 group: %+v, want consumer protocol, one member, active", s)
+	}
+	// The pitfall Describe avoids: DescribeGroups alone calls this group Dead.
+	if ds, err := tg.cluster.Admin(t).DescribeConsumerGroups([]string{group}); err != nil || len(ds) != 1 {
+		t.Fatalf("DescribeConsumerGroups: %v %v", ds, err)
+	} else if ds[0].State != "Dead" {
+		t.Logf("note: DescribeGroups now reports %q for a KIP-848 group", ds[0].State)
+	}
+
+	res, err := tg.client.Commit(testContext(t), group, map[messages.TopicPartition]targetgroups.Offset{tg.tp(0): {Offset: 1}, tg.tp(1): {Offset: 9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tp, p := range res.Partitions {
+		// Kafka looks the empty member id up before any version check.
+		if p.Reason != groupsync.ActiveOnTarget || !errors.Is(p.Err, sarama.ErrUnknownMemberId) {
+			t.Errorf("%s: %s %v, want active_on_target from UNKNOWN_MEMBER_ID", tp, p.Reason, p.Err)
+		}
+	}
+	if got := tg.cluster.CommittedOffsets(t, group); got[tg.tp(0)] != 5 || got[tg.tp(1)] != 5 {
+		t.Errorf("offsets of the active group changed: %v", got)
+	}
+}
+
+func TestDescribeManyGroupsAtOnce(t *testing.T) {
+	tg := newTarget(t)
+	fresh := kafkatest.UniqueName(t, "fresh")
+	idle := kafkatest.UniqueName(t, "idle")
+	busy := kafkatest.UniqueName(t, "busy")
+	tg.cluster.CommitOffsets(t, idle, map[messages.TopicPartition]int64{tg.tp(0): 1})
+	joinClassic(t, tg.cluster, busy, tg.topic)
+
+	states, err := tg.client.Describe(testContext(t), []string{fresh, idle, busy, idle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(states) != 3 {
+		t.Fatalf("got %d states, want 3: %v", len(states), states)
+	}
+	for group, want := range map[string]string{fresh: groupsync.StateNotFound, idle: groupsync.StateEmpty, busy: "Stable"} {
+		if s := states[group]; s.Err != nil || s.State != want {
+			t.Errorf("%s: %+v, want %s", group, s, want)
+		}
+	}
+}
+
+// joinClassic keeps a sarama consumer-group member in group until the test
+// ends, and returns once the group is Stable.
+func joinClassic(t *testing.T, cluster *kafkatest.Cluster, group, topic string) {
+	t.Helper()
+	cfg := cluster.SaramaConfig()
+	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	cg, err := sarama.NewConsumerGroup([]string{cluster.Bootstrap}, group, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	joined := make(chan struct{})
+	h := &memberHandler{joined: joined}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			if err := cg.Consume(ctx, []string{topic}, h); err != nil && ctx.Err() == nil {
+				t.Logf("classic member of %s: %v", group, err)
+			}
+		}
+	})
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		_ = cg.Close()
+	})
+	select {
+	case <-joined:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("classic member never joined group %s", group)
+	}
+}
+
+type memberHandler struct {
+	once   sync.Once
+	joined chan struct{}
+}
+
+func (h *memberHandler) Setup(sarama.ConsumerGroupSession) error {
+	h.once.Do(func() { close(h.joined) })
+	return nil
+}
+func (h *memberHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h *memberHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+	<-s.Context().Done()
+	return nil
+}
+
+// joinConsumerProtocol keeps a franz-go member in group with the KIP-848
+// protocol until the test ends; sarama cannot speak it.
+func joinConsumerProtocol(t *testing.T, cluster *kafkatest.Cluster, group, topic string) {
+	t.Helper()
+	assigned := make(chan struct{})
+	var once sync.Once
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(cluster.Bootstrap),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.ServerSideBalancer(),
+		kgo.Balancers(kgo.RangeBalancer()), // the server-side "range" assignor
+		kgo.DisableAutoCommit(),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+			once.Do(func() { close(assigned) })
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx)
+		}
+	})
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		cl.Close()
+	})
+	select {
+	case <-assigned:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("KIP-848 member never got an assignment in group %s", group)
+	}
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func equalReasons(a, b map[messages.TopicPartition]groupsync.Reason) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// testWriter sends the client's log lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
