@@ -1,0 +1,304 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/checkpointd/checkpointd/handlers/filter"
+	"github.com/checkpointd/checkpointd/handlers/translate"
+	"github.com/checkpointd/checkpointd/messages"
+)
+
+// Emitter takes decided checkpoints in decision order and gets them onto the
+// target's checkpoints topic. It is called under the decision lock, so the
+// order it sees is the order records must land in.
+type Emitter interface {
+	Emit(ctx context.Context, cp messages.Checkpoint)
+}
+
+// CheckpointerConfig is what the Checkpointer needs to translate and decide.
+type CheckpointerConfig struct {
+	SourceAlias string
+	TargetAlias string
+	Policy      messages.ReplicationPolicy
+	Topics      filter.Matcher // upstream topics whose commits are checkpointed
+	Groups      filter.Matcher // source groups that are checkpointed
+	Emitter     Emitter
+	Observer    Observer     // nil: NopObserver
+	Logger      *slog.Logger // nil: slog.Default()
+}
+
+// Checkpointer is the state shared by the index, tail and translate handlers:
+// the translation index, the latest source commits of the groups this instance
+// owns, and the last checkpoint emitted per (group, renamed partition).
+//
+// Decisions follow MM2's rules (see translate); what differs is when they are
+// made: on every source commit and on every offset sync that can move a
+// group's translation, instead of once a minute.
+type Checkpointer struct {
+	cfg   CheckpointerConfig
+	index *translate.Index
+
+	mu      sync.Mutex
+	commits *translate.Commits
+	emitted *translate.Checkpoints
+	// shards are the partitions of the commit source this instance owns; a
+	// group lives in exactly one shard (Kafka puts all of a group's commits in
+	// one __consumer_offsets partition).
+	shards     map[int32]*shard
+	groupShard map[string]int32
+
+	syncsRead       bool
+	checkpointsRead bool
+	gateOpen        bool
+}
+
+type shard struct {
+	live   bool // replay reached the end seen at assignment: decisions may be made
+	groups map[string]struct{}
+}
+
+// NewCheckpointer makes a Checkpointer whose gate is closed until both the
+// offset syncs and the previous checkpoints have been read to their end.
+func NewCheckpointer(cfg CheckpointerConfig) (*Checkpointer, error) {
+	switch {
+	case cfg.Policy == nil:
+		return nil, fmt.Errorf("checkpointer: replication policy is required")
+	case cfg.Topics == nil || cfg.Groups == nil:
+		return nil, fmt.Errorf("checkpointer: topic and group filters are required")
+	case cfg.Emitter == nil:
+		return nil, fmt.Errorf("checkpointer: emitter is required")
+	case cfg.SourceAlias == "" || cfg.TargetAlias == "":
+		return nil, fmt.Errorf("checkpointer: source and target cluster aliases are required")
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Checkpointer{
+		cfg:        cfg,
+		index:      translate.NewIndex(translate.Options{CheckpointsLoaded: true}),
+		commits:    translate.NewCommits(),
+		emitted:    translate.NewCheckpoints(),
+		shards:     make(map[int32]*shard),
+		groupShard: make(map[string]int32),
+	}, nil
+}
+
+// Index exposes the translation index, read-only use intended (stats, explain).
+func (c *Checkpointer) Index() *translate.Index { return c.index }
+
+// GateOpen reports whether translation has started.
+func (c *Checkpointer) GateOpen() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gateOpen
+}
+
+// ApplySync adds an offset sync to the index and re-decides the groups whose
+// translation it may have moved.
+func (c *Checkpointer) ApplySync(ctx context.Context, s messages.OffsetSync) {
+	if !c.index.Apply(s.TopicPartition, s.UpstreamOffset, s.DownstreamOffset) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.gateOpen {
+		return
+	}
+	var groups []string
+	c.commits.ForEachGroupOn(s.TopicPartition, func(group string, _ translate.Commit) {
+		if c.isLive(group) {
+			groups = append(groups, group)
+		}
+	})
+	for _, group := range groups {
+		c.evaluate(ctx, group, s.TopicPartition)
+	}
+}
+
+// SyncsReadToEnd records that the offset-syncs topic was read to the end
+// offsets it had at start.
+func (c *Checkpointer) SyncsReadToEnd(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.syncsRead = true
+	c.maybeOpenGate(ctx)
+}
+
+// CheckpointsReadToEnd records that the checkpoints topic was read to the end
+// offsets it had at start, so the last emitted checkpoints are known.
+func (c *Checkpointer) CheckpointsReadToEnd(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.checkpointsRead = true
+	c.maybeOpenGate(ctx)
+}
+
+// CheckpointSeen restores a checkpoint read from the checkpoints topic (MM2's
+// CheckpointStore). Groups this instance owns are skipped: their state is
+// already ahead of the log, which may still hold older records of ours.
+func (c *Checkpointer) CheckpointSeen(cp messages.Checkpoint) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, owned := c.groupShard[cp.Group]; owned {
+		return
+	}
+	c.emitted.Load(cp.Group, cp.TopicPartition, cp.UpstreamOffset, cp.DownstreamOffset)
+}
+
+// ShardAssigned starts the replay of a commit-source partition.
+func (c *Checkpointer) ShardAssigned(p int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropShard(p)
+	c.shards[p] = &shard{groups: make(map[string]struct{})}
+}
+
+// ShardCaughtUp ends the replay of a partition: from now on its groups are
+// decided on every change, and all of them are decided once now. Deciding
+// only after the replay keeps a compacted log's older duplicates from being
+// taken for a rewind of the group.
+func (c *Checkpointer) ShardCaughtUp(ctx context.Context, p int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sh := c.shards[p]
+	if sh == nil {
+		return
+	}
+	sh.live = true
+	if c.gateOpen {
+		for group := range sh.groups {
+			c.evaluateGroup(ctx, group)
+		}
+	}
+}
+
+// ShardRevoked forgets the groups of a partition another instance now owns.
+func (c *Checkpointer) ShardRevoked(p int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropShard(p)
+}
+
+func (c *Checkpointer) dropShard(p int32) {
+	sh := c.shards[p]
+	if sh == nil {
+		return
+	}
+	for group := range sh.groups {
+		c.commits.DeleteGroup(group)
+		delete(c.groupShard, group)
+	}
+	delete(c.shards, p)
+}
+
+// SourceCommit applies a group's commit (or its deletion) read from shard p.
+func (c *Checkpointer) SourceCommit(ctx context.Context, p int32, rec messages.OffsetsRecord, at time.Time) {
+	if rec.Kind != messages.OffsetCommitRecord || !c.cfg.Groups.Match(rec.Group) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sh := c.shards[p]
+	if sh == nil {
+		// A record for a partition we were never told we own: the reader
+		// sends Assigned first, so this is a reader bug; keep going safely.
+		c.cfg.Logger.Warn("commit record from an unassigned partition", "partition", p, "group", rec.Group)
+		sh = &shard{groups: make(map[string]struct{})}
+		c.shards[p] = sh
+	}
+	sh.groups[rec.Group] = struct{}{}
+	c.groupShard[rec.Group] = p
+	if rec.Tombstone {
+		c.commits.Delete(rec.Group, rec.TopicPartition)
+		return
+	}
+	// A negative offset means "no offset" and deletes the entry (Commits.Set).
+	c.commits.Set(rec.Group, rec.TopicPartition, translate.Commit{Offset: rec.Offset, Metadata: rec.Metadata, Time: at})
+	if rec.Offset < 0 {
+		return
+	}
+	if sh.live && c.gateOpen {
+		c.evaluate(ctx, rec.Group, rec.TopicPartition)
+	}
+}
+
+func (c *Checkpointer) isLive(group string) bool {
+	p, ok := c.groupShard[group]
+	if !ok {
+		return false
+	}
+	sh := c.shards[p]
+	return sh != nil && sh.live
+}
+
+func (c *Checkpointer) maybeOpenGate(ctx context.Context) {
+	if c.gateOpen || !c.syncsRead || !c.checkpointsRead {
+		return
+	}
+	c.gateOpen = true
+	c.index.OpenGate()
+	c.cfg.Observer.GateOpened()
+	c.cfg.Logger.Info("translation gate opened: offset syncs and checkpoints read to end",
+		"partitions_indexed", c.index.Partitions(), "groups", c.groupCount())
+	for group := range c.groupShard {
+		if c.isLive(group) {
+			c.evaluateGroup(ctx, group)
+		}
+	}
+}
+
+func (c *Checkpointer) groupCount() int {
+	groups, _ := c.commits.Len()
+	return groups
+}
+
+func (c *Checkpointer) evaluateGroup(ctx context.Context, group string) {
+	var parts []messages.TopicPartition
+	c.commits.ForEachOf(group, func(tp messages.TopicPartition, _ translate.Commit) { parts = append(parts, tp) })
+	for _, tp := range parts {
+		c.evaluate(ctx, group, tp)
+	}
+}
+
+// evaluate decides one (group, upstream partition) and emits its checkpoint.
+// The caller holds c.mu.
+func (c *Checkpointer) evaluate(ctx context.Context, group string, tp messages.TopicPartition) {
+	cm, ok := c.commits.Get(group, tp)
+	if !ok {
+		c.cfg.Observer.CheckpointSkipped(group, tp, translate.ReasonNoCommit.String())
+		return
+	}
+	if !c.cfg.Topics.Match(tp.Topic) {
+		c.cfg.Observer.CheckpointSkipped(group, tp, translate.ReasonFilteredTopic.String())
+		return
+	}
+	tr := c.index.Translate(tp, cm.Offset)
+	if tr.Outcome != translate.Translated {
+		c.cfg.Observer.CheckpointSkipped(group, tp, tr.Reason.String())
+		return
+	}
+	renamed := messages.TopicPartition{
+		Topic:     messages.DownstreamTopic(c.cfg.Policy, c.cfg.SourceAlias, c.cfg.TargetAlias, tp.Topic),
+		Partition: tp.Partition,
+	}
+	if emit, reason := c.emitted.Decide(group, renamed, cm.Offset, tr.Downstream); !emit {
+		c.cfg.Observer.CheckpointSkipped(group, tp, reason.String())
+		return
+	}
+	cp := messages.Checkpoint{
+		Group:            group,
+		TopicPartition:   renamed,
+		UpstreamOffset:   cm.Offset,
+		DownstreamOffset: tr.Downstream,
+		Metadata:         cm.Metadata,
+	}
+	c.cfg.Emitter.Emit(ctx, cp)
+	c.cfg.Observer.CheckpointEmitted(cp, cm.Time)
+}

@@ -1,0 +1,321 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/checkpointd/checkpointd/handlers/groupsync"
+	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/envelope"
+)
+
+// TargetGroups is what the offset syncer needs from the target cluster.
+type TargetGroups interface {
+	// Describe reports each group's state; a group that failed to describe
+	// has DescribeErr set (never "not found").
+	Describe(ctx context.Context, groups []string) (map[string]groupsync.TargetGroup, error)
+	// Offsets returns the group's committed offsets on the target.
+	Offsets(ctx context.Context, group string) (map[messages.TopicPartition]int64, error)
+	// ExistingPartitions reports which partitions of topics exist.
+	ExistingPartitions(ctx context.Context, topics []string) (map[messages.TopicPartition]bool, error)
+	// Commit writes offsets into the group as a simple (memberless) commit
+	// and reports the outcome of every partition.
+	Commit(ctx context.Context, group string, offsets map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error)
+}
+
+// OffsetSyncerConfig configures the commit stage.
+type OffsetSyncerConfig struct {
+	Target TargetGroups
+	// RetryInterval is how long a group that could not be synced (active on
+	// the target, errors, missing topics) waits before the next attempt:
+	// sync.group.offsets.interval.seconds. New checkpoints are committed at once.
+	RetryInterval time.Duration
+	// DescribeBatch is how many groups one describe call covers.
+	DescribeBatch int
+	// OnResult, if set, hears the outcome of every (group, partition) attempt.
+	OnResult func(group string, tp messages.TopicPartition, reason groupsync.Reason, checkpointAt time.Time)
+	Logger   *slog.Logger
+}
+
+// OffsetSyncer is the commit stage: it keeps the latest checkpoint of every
+// (group, target partition) not yet settled and commits them into idle target
+// groups. It runs on the one instance that holds the commit lease; its state
+// is rebuilt by replaying the compacted checkpoints topic when it gets it.
+type OffsetSyncer struct {
+	cfg  OffsetSyncerConfig
+	wake chan struct{}
+
+	mu      sync.Mutex
+	live    bool
+	pending map[string]*pendingGroup
+}
+
+type pendingGroup struct {
+	checkpoints map[messages.TopicPartition]pendingCheckpoint
+	changed     bool      // a checkpoint arrived since the last attempt
+	retryAt     time.Time // earliest next attempt when nothing changed
+	lastReason  groupsync.Reason
+}
+
+type pendingCheckpoint struct {
+	groupsync.Checkpoint
+	at time.Time // record timestamp of the checkpoint
+}
+
+// NewOffsetSyncer makes an idle syncer; it starts working when the commit
+// lease's replay has caught up.
+func NewOffsetSyncer(cfg OffsetSyncerConfig) *OffsetSyncer {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RetryInterval <= 0 {
+		cfg.RetryInterval = time.Minute
+	}
+	if cfg.DescribeBatch <= 0 {
+		cfg.DescribeBatch = 100
+	}
+	return &OffsetSyncer{cfg: cfg, wake: make(chan struct{}, 1), pending: make(map[string]*pendingGroup)}
+}
+
+// HandleCheckpoint is the Watermill handler over the checkpoints topic.
+func (s *OffsetSyncer) HandleCheckpoint(msg *message.Message) error {
+	if ctl, _, _, ok := envelope.ControlOf(msg); ok {
+		s.mu.Lock()
+		switch ctl {
+		case envelope.Assigned, envelope.Revoked:
+			s.live = false
+			s.pending = make(map[string]*pendingGroup)
+		case envelope.CaughtUp:
+			s.live = true
+			s.cfg.Logger.Info("commit stage caught up with the checkpoints topic", "groups_pending", len(s.pending))
+		}
+		s.mu.Unlock()
+		s.poke()
+		return nil
+	}
+	rec, err := envelope.ToRecord(msg)
+	if err != nil {
+		return fmt.Errorf("checkpoint message: %w", err)
+	}
+	if rec.Tombstone() {
+		s.cfg.Logger.Warn("skipping tombstone in checkpoints topic", "topic", rec.Topic, "offset", rec.Offset)
+		return nil
+	}
+	cp, err := messages.DecodeCheckpoint(rec.Key, rec.Value)
+	if err != nil {
+		s.cfg.Logger.Warn("skipping malformed checkpoint", "topic", rec.Topic, "offset", rec.Offset, "error", err)
+		return nil
+	}
+	s.mu.Lock()
+	g := s.pending[cp.Group]
+	if g == nil {
+		g = &pendingGroup{checkpoints: make(map[messages.TopicPartition]pendingCheckpoint)}
+		s.pending[cp.Group] = g
+	}
+	g.checkpoints[cp.TopicPartition] = pendingCheckpoint{
+		Checkpoint: groupsync.Checkpoint{Downstream: cp.DownstreamOffset, Metadata: cp.Metadata},
+		at:         rec.Timestamp,
+	}
+	g.changed = true
+	live := s.live
+	s.mu.Unlock()
+	if live {
+		s.poke()
+	}
+	return nil
+}
+
+func (s *OffsetSyncer) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run syncs until ctx ends: at once when checkpoints arrive, and every
+// RetryInterval for groups that could not be synced.
+func (s *OffsetSyncer) Run(ctx context.Context) error {
+	tick := time.NewTicker(s.cfg.RetryInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.wake:
+		case <-tick.C:
+		}
+		s.Round(ctx, time.Now())
+	}
+}
+
+// Round makes one sync attempt for every group that is due.
+func (s *OffsetSyncer) Round(ctx context.Context, now time.Time) {
+	due := s.dueGroups(now)
+	for start := 0; start < len(due) && ctx.Err() == nil; start += s.cfg.DescribeBatch {
+		batch := due[start:min(start+s.cfg.DescribeBatch, len(due))]
+		states, err := s.cfg.Target.Describe(ctx, names(batch))
+		if err != nil {
+			s.cfg.Logger.Error("describing target groups failed; retrying later", "groups", len(batch), "error", err)
+		}
+		for _, w := range batch {
+			st, ok := states[w.group]
+			if err != nil || !ok {
+				st = groupsync.TargetGroup{DescribeErr: fmt.Errorf("no description of group %q: %v", w.group, err)}
+			}
+			s.syncGroup(ctx, w, st, now)
+		}
+	}
+}
+
+// work is a snapshot of one group's pending checkpoints.
+type work struct {
+	group       string
+	checkpoints map[messages.TopicPartition]pendingCheckpoint
+}
+
+func (s *OffsetSyncer) dueGroups(now time.Time) []work {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.live {
+		return nil
+	}
+	var due []work
+	for group, g := range s.pending {
+		if !g.changed && now.Before(g.retryAt) {
+			continue
+		}
+		g.changed = false
+		snap := make(map[messages.TopicPartition]pendingCheckpoint, len(g.checkpoints))
+		for tp, cp := range g.checkpoints {
+			snap[tp] = cp
+		}
+		due = append(due, work{group: group, checkpoints: snap})
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i].group < due[j].group })
+	return due
+}
+
+func names(ws []work) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.group
+	}
+	return out
+}
+
+func (s *OffsetSyncer) syncGroup(ctx context.Context, w work, target groupsync.TargetGroup, now time.Time) {
+	in := groupsync.Input{Checkpoints: make(map[messages.TopicPartition]groupsync.Checkpoint, len(w.checkpoints)), Target: target}
+	for tp, cp := range w.checkpoints {
+		in.Checkpoints[tp] = cp.Checkpoint
+	}
+	outcome := make(map[messages.TopicPartition]groupsync.Reason, len(w.checkpoints))
+	if target.Writable() {
+		var err error
+		if in.Current, err = s.cfg.Target.Offsets(ctx, w.group); err != nil {
+			s.cfg.Logger.Error("fetching target group offsets failed; retrying later", "group", w.group, "error", err)
+			s.settle(w, allReason(w, groupsync.Retriable), now)
+			return
+		}
+		if in.Existing, err = s.cfg.Target.ExistingPartitions(ctx, topicsOf(w)); err != nil {
+			s.cfg.Logger.Error("looking up target partitions failed; retrying later", "group", w.group, "error", err)
+			s.settle(w, allReason(w, groupsync.Retriable), now)
+			return
+		}
+	}
+	plan := groupsync.Decide(in)
+	for tp, r := range plan.Skipped {
+		outcome[tp] = r
+	}
+	if len(plan.Commit) > 0 {
+		res, err := s.cfg.Target.Commit(ctx, w.group, plan.Commit)
+		if err != nil {
+			s.cfg.Logger.Error("committing target group offsets failed; retrying later", "group", w.group, "error", err)
+		}
+		for tp := range plan.Commit {
+			r, ok := res[tp]
+			if !ok {
+				r = groupsync.Retriable
+			}
+			outcome[tp] = r
+		}
+	}
+	s.settle(w, outcome, now)
+}
+
+func allReason(w work, r groupsync.Reason) map[messages.TopicPartition]groupsync.Reason {
+	out := make(map[messages.TopicPartition]groupsync.Reason, len(w.checkpoints))
+	for tp := range w.checkpoints {
+		out[tp] = r
+	}
+	return out
+}
+
+func topicsOf(w work) []string {
+	seen := make(map[string]struct{})
+	var out []string
+	for tp := range w.checkpoints {
+		if _, ok := seen[tp.Topic]; !ok {
+			seen[tp.Topic] = struct{}{}
+			out = append(out, tp.Topic)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// settled reports whether a partition needs no further attempt for the
+// checkpoint that was tried: it was written, or the target is already there.
+func settled(r groupsync.Reason) bool {
+	return r == groupsync.Committed || r == groupsync.TargetAhead || r == groupsync.InvalidCheckpoint
+}
+
+// settle records the outcome: settled partitions leave the pending set unless
+// a newer checkpoint arrived meanwhile; the rest wait for the retry interval.
+func (s *OffsetSyncer) settle(w work, outcome map[messages.TopicPartition]groupsync.Reason, now time.Time) {
+	var groupReason groupsync.Reason
+	s.mu.Lock()
+	g := s.pending[w.group]
+	for tp, r := range outcome {
+		tried := w.checkpoints[tp]
+		if s.cfg.OnResult != nil {
+			s.cfg.OnResult(w.group, tp, r, tried.at)
+		}
+		if g == nil {
+			continue
+		}
+		if settled(r) {
+			if cur, ok := g.checkpoints[tp]; ok && cur == tried {
+				delete(g.checkpoints, tp)
+			}
+		} else {
+			groupReason = r
+		}
+	}
+	if g != nil {
+		if len(g.checkpoints) == 0 {
+			delete(s.pending, w.group)
+		} else {
+			g.retryAt = now.Add(s.cfg.RetryInterval)
+			if groupReason != g.lastReason && groupReason != "" {
+				// One line per state change, not per attempt.
+				s.cfg.Logger.Info("target group not synced yet", "group", w.group, "reason", string(groupReason),
+					"retry_in", s.cfg.RetryInterval)
+			}
+			g.lastReason = groupReason
+		}
+	}
+	s.mu.Unlock()
+}
+
+// Pending reports how many groups have checkpoints not yet settled.
+func (s *OffsetSyncer) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending)
+}
