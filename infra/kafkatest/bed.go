@@ -23,6 +23,11 @@ type Bed struct {
 	mu     sync.Mutex
 	mm2s   []*MM2
 	closed bool
+
+	cancelStart context.CancelFunc
+	started     chan struct{} // closed when StartBed no longer touches the bed
+	closeOnce   sync.Once
+	closeErr    error
 }
 
 // BedOptions configures StartBed. The zero value is the default bed.
@@ -66,31 +71,38 @@ func StartBed(ctx context.Context, opts BedOptions) (*Bed, error) {
 		return nil, fmt.Errorf("start bed: %w", err)
 	}
 
-	b := &Bed{Lib: lib, Dir: dir}
+	b := &Bed{Lib: lib, Dir: dir, started: make(chan struct{})}
+	ctx, b.cancelStart = context.WithCancel(ctx)
+	defer b.cancelStart()
+	// Registered before the clusters start, so an interrupt during start-up
+	// cancels it and removes what was started.
+	register(b)
 	var wg sync.WaitGroup
 	var srcErr, tgtErr error
 	wg.Go(func() { b.Source, srcErr = startCluster(ctx, lib, opts.SourceAlias, dir) })
 	wg.Go(func() { b.Target, tgtErr = startCluster(ctx, lib, opts.TargetAlias, dir) })
 	wg.Wait()
+	b.ReadyIn = time.Since(start)
+	close(b.started)
 	if err := errors.Join(srcErr, tgtErr); err != nil {
 		_ = b.Close()
 		return nil, fmt.Errorf("start bed: %w", err)
 	}
-	b.ReadyIn = time.Since(start)
-	// Registered only once started: an interrupt during start-up exits, the
-	// kernel kills the JVMs and the next run sweeps the dir.
-	register(b)
 	return b, nil
 }
 
 // Close stops MirrorMaker first (it would hang on vanished brokers), then both
-// brokers in parallel, and removes every directory. It is safe to call twice.
+// brokers in parallel, and removes every directory. Later and concurrent calls
+// wait for the first to finish and return its result.
 func (b *Bed) Close() error {
+	b.closeOnce.Do(func() { b.closeErr = b.close() })
+	return b.closeErr
+}
+
+func (b *Bed) close() error {
+	b.cancelStart()
+	<-b.started
 	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil
-	}
 	b.closed = true
 	mm2s := b.mm2s
 	b.mm2s = nil

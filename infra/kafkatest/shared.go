@@ -75,9 +75,17 @@ func RunMain(m *testing.M) int {
 	go func() {
 		select {
 		case sig := <-sigs:
-			fmt.Fprintf(os.Stderr, "kafkatest: %v: tearing down Kafka test clusters\n", sig)
-			if err := closeAll(); err != nil {
-				fmt.Fprintf(os.Stderr, "kafkatest: %v\n", err)
+			fmt.Fprintf(os.Stderr, "kafkatest: %v: tearing down Kafka test clusters (again to skip)\n", sig)
+			closed := make(chan struct{})
+			go func() {
+				if err := closeAll(); err != nil {
+					fmt.Fprintf(os.Stderr, "kafkatest: %v\n", err)
+				}
+				close(closed)
+			}()
+			select {
+			case <-closed:
+			case <-sigs: // impatient: exit now, the kernel kills the JVMs
 			}
 			code := 1
 			if s, ok := sig.(syscall.Signal); ok {
