@@ -1,0 +1,74 @@
+package pipeline
+
+import (
+	"log/slog"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/checkpointd/checkpointd/handlers"
+	"github.com/checkpointd/checkpointd/handlers/filter"
+)
+
+// Option changes how New builds a pipeline.
+type Option func(*options)
+
+type options struct {
+	logger             *slog.Logger
+	observer           handlers.Observer
+	topicFilter        filter.Matcher
+	groupFilter        filter.Matcher
+	translateMW        []message.HandlerMiddleware
+	commitMW           []message.HandlerMiddleware
+	checkpointHandlers []namedHandler
+	translateHook      func(*message.Router)
+	commitHook         func(*message.Router)
+}
+
+type namedHandler struct {
+	name string
+	fn   message.NoPublishHandlerFunc
+}
+
+// WithLogger sets the logger; the default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithObserver receives every translation decision (metrics, audit).
+func WithObserver(obs handlers.Observer) Option { return func(o *options) { o.observer = obs } }
+
+// WithTopicFilter replaces the topics/topics.exclude filter.
+func WithTopicFilter(m filter.Matcher) Option { return func(o *options) { o.topicFilter = m } }
+
+// WithGroupFilter replaces the groups/groups.exclude filter.
+func WithGroupFilter(m filter.Matcher) Option { return func(o *options) { o.groupFilter = m } }
+
+// WithTranslateMiddleware adds middleware to every handler of the translate
+// router, after the built-in ones (so it runs inside them).
+func WithTranslateMiddleware(m ...message.HandlerMiddleware) Option {
+	return func(o *options) { o.translateMW = append(o.translateMW, m...) }
+}
+
+// WithCommitMiddleware adds middleware to every handler of the commit router.
+func WithCommitMiddleware(m ...message.HandlerMiddleware) Option {
+	return func(o *options) { o.commitMW = append(o.commitMW, m...) }
+}
+
+// WithCheckpointHandler runs fn on every checkpoint record read from the
+// target's checkpoints topic by the instance that holds the commit role,
+// written by checkpointd or by Java MM2 alike. Control messages (see
+// messages/envelope) are delivered too, so a handler can tell replay from
+// live traffic. Decode records with envelope.ToRecord and
+// messages.DecodeCheckpoint.
+func WithCheckpointHandler(name string, fn message.NoPublishHandlerFunc) Option {
+	return func(o *options) { o.checkpointHandlers = append(o.checkpointHandlers, namedHandler{name, fn}) }
+}
+
+// WithTranslateRouter calls fn with the translate router before it runs, to
+// add handlers, plugins or decorators of any kind.
+func WithTranslateRouter(fn func(*message.Router)) Option {
+	return func(o *options) { o.translateHook = fn }
+}
+
+// WithCommitRouter calls fn with the commit router before it runs.
+func WithCommitRouter(fn func(*message.Router)) Option {
+	return func(o *options) { o.commitHook = fn }
+}

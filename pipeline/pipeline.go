@@ -1,0 +1,298 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+
+	"github.com/checkpointd/checkpointd/handlers"
+	"github.com/checkpointd/checkpointd/handlers/filter"
+	"github.com/checkpointd/checkpointd/infra/config"
+	"github.com/checkpointd/checkpointd/infra/kafkalog"
+	"github.com/checkpointd/checkpointd/infra/targetgroups"
+)
+
+// consumerOffsetsTopic is where Kafka keeps group commits.
+const consumerOffsetsTopic = "__consumer_offsets"
+
+// Pipeline is one checkpointd instance: built by New, run by Run.
+type Pipeline struct {
+	cfg    *config.Config
+	opts   options
+	logger *slog.Logger
+
+	checkpointer *handlers.Checkpointer
+	outbox       *handlers.Outbox
+	syncer       *handlers.OffsetSyncer
+
+	translate *message.Router
+	commit    *message.Router // nil when sync.group.offsets.enabled=false
+
+	closers []func() error
+}
+
+// Topics names what the pipeline reads and writes, resolved from the config.
+type Topics struct {
+	OffsetSyncs         string
+	OffsetSyncsOnTarget bool
+	Checkpoints         string
+	CommitSource        string // __consumer_offsets or the admin-poll stream
+}
+
+// New connects to both clusters, makes sure the checkpoints topic exists and
+// builds the routers. It fails with a message naming the cluster and the
+// reason when a cluster cannot be reached or a permission is missing.
+func New(ctx context.Context, cfg *config.Config, opt ...Option) (*Pipeline, error) {
+	var o options
+	for _, f := range opt {
+		f(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	p := &Pipeline{cfg: cfg, opts: o, logger: o.logger}
+	if err := p.build(ctx); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Topics reports the topics the pipeline uses.
+func (p *Pipeline) Topics() Topics { return p.topics() }
+
+func (p *Pipeline) topics() Topics {
+	pol := p.cfg.Policy
+	t := Topics{Checkpoints: pol.CheckpointsTopic(p.cfg.SourceAlias)}
+	if p.cfg.OffsetSyncsTopicLocation == "target" {
+		t.OffsetSyncs = pol.OffsetSyncsTopic(p.cfg.SourceAlias)
+		t.OffsetSyncsOnTarget = true
+	} else {
+		t.OffsetSyncs = pol.OffsetSyncsTopic(p.cfg.TargetAlias)
+	}
+	return t
+}
+
+func (p *Pipeline) build(ctx context.Context) error {
+	topics := p.topics()
+	log := p.logger
+
+	topicFilter, groupFilter, err := p.filters()
+	if err != nil {
+		return err
+	}
+
+	targetAdminCfg, err := p.cfg.SaramaConfig(config.TargetAdmin)
+	if err != nil {
+		return fmt.Errorf("target admin client config: %w", err)
+	}
+	targetClient, err := sarama.NewClient(p.cfg.Target.BootstrapServers, targetAdminCfg)
+	if err != nil {
+		return fmt.Errorf("connect to target cluster %q at %v: %w", p.cfg.TargetAlias, p.cfg.Target.BootstrapServers, err)
+	}
+	p.closers = append(p.closers, targetClient.Close)
+	targetAdmin, err := sarama.NewClusterAdminFromClient(targetClient)
+	if err != nil {
+		return fmt.Errorf("target admin: %w", err)
+	}
+	if err := kafkalog.EnsureTopic(ctx, targetAdmin, topics.Checkpoints, 1, p.cfg.CheckpointsTopicReplicationFactor,
+		map[string]*string{"cleanup.policy": ptr("compact")}); err != nil {
+		return fmt.Errorf("checkpoints topic on target cluster %q: %w", p.cfg.TargetAlias, err)
+	}
+
+	// Checkpoints go out through an ordered outbox to a watermill-kafka publisher.
+	producerCfg, err := p.cfg.SaramaConfig(config.TargetProducer)
+	if err != nil {
+		return fmt.Errorf("target producer config: %w", err)
+	}
+	pub, err := kafkalog.NewCheckpointPublisher(p.cfg.Target.BootstrapServers, producerCfg, log)
+	if err != nil {
+		return fmt.Errorf("checkpoint publisher on target cluster %q: %w", p.cfg.TargetAlias, err)
+	}
+	p.closers = append(p.closers, pub.Close)
+	p.outbox = handlers.NewOutbox(pub, topics.Checkpoints, 1024, log)
+
+	p.checkpointer, err = handlers.NewCheckpointer(handlers.CheckpointerConfig{
+		SourceAlias: p.cfg.SourceAlias,
+		TargetAlias: p.cfg.TargetAlias,
+		Policy:      p.cfg.Policy,
+		Topics:      topicFilter,
+		Groups:      groupFilter,
+		Emitter:     p.outbox,
+		Observer:    p.opts.observer,
+		Logger:      log,
+	})
+	if err != nil {
+		return err
+	}
+
+	p.translate, err = p.newRouter("translate", p.opts.translateMW)
+	if err != nil {
+		return err
+	}
+
+	// Index stage: the offset syncs, read whole by every instance.
+	syncRole, syncCluster := config.SourceConsumer, p.cfg.Source
+	syncAlias := p.cfg.SourceAlias
+	if topics.OffsetSyncsOnTarget {
+		syncRole, syncCluster, syncAlias = config.TargetConsumer, p.cfg.Target, p.cfg.TargetAlias
+	}
+	syncReader, err := p.logReader(syncRole, syncCluster.BootstrapServers, syncAlias)
+	if err != nil {
+		return fmt.Errorf("offset-syncs reader: %w", err)
+	}
+	p.translate.AddConsumerHandler("index_offset_syncs", topics.OffsetSyncs, syncReader, p.checkpointer.HandleOffsetSync)
+
+	// Restore what was emitted before: the checkpoints topic, read whole.
+	tailReader, err := p.logReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias)
+	if err != nil {
+		return fmt.Errorf("checkpoints reader: %w", err)
+	}
+	p.translate.AddConsumerHandler("restore_checkpoints", topics.Checkpoints, tailReader, p.checkpointer.HandleCheckpointRecord)
+
+	// Translate stage: the source commits.
+	commitSub, commitTopic, err := p.commitSource(ctx, groupFilter)
+	if err != nil {
+		return err
+	}
+	p.translate.AddConsumerHandler("translate_commits", commitTopic, commitSub, p.checkpointer.HandleSourceCommit)
+	if p.opts.translateHook != nil {
+		p.opts.translateHook(p.translate)
+	}
+
+	// Commit stage.
+	if p.cfg.SyncGroupOffsets || len(p.opts.checkpointHandlers) > 0 {
+		if err := p.buildCommitRouter(topics, targetClient); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) error {
+	r, err := p.newRouter("commit", p.opts.commitMW)
+	if err != nil {
+		return err
+	}
+	newLeaseReader := func(suffix string) (message.Subscriber, error) {
+		return p.shardedReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias,
+			p.cfg.GroupID+"-"+suffix, false)
+	}
+	if p.cfg.SyncGroupOffsets {
+		tg, err := targetgroups.New(targetClient, p.logger)
+		if err != nil {
+			return fmt.Errorf("target groups: %w", err)
+		}
+		p.syncer = handlers.NewOffsetSyncer(handlers.OffsetSyncerConfig{
+			Target:        targetgroups.SyncTarget{Client: tg},
+			RetryInterval: p.cfg.SyncGroupOffsetsInterval,
+			Logger:        p.logger,
+		})
+		sub, err := newLeaseReader("commit")
+		if err != nil {
+			return fmt.Errorf("commit-router reader: %w", err)
+		}
+		r.AddConsumerHandler("sync_target_offsets", topics.Checkpoints, sub, p.syncer.HandleCheckpoint)
+	}
+	for _, h := range p.opts.checkpointHandlers {
+		sub, err := newLeaseReader("commit")
+		if err != nil {
+			return fmt.Errorf("reader for handler %s: %w", h.name, err)
+		}
+		r.AddConsumerHandler(h.name, topics.Checkpoints, sub, h.fn)
+	}
+	if p.opts.commitHook != nil {
+		p.opts.commitHook(r)
+	}
+	p.commit = r
+	return nil
+}
+
+func (p *Pipeline) newRouter(name string, extra []message.HandlerMiddleware) (*message.Router, error) {
+	r, err := message.NewRouter(message.RouterConfig{CloseTimeout: 15 * time.Second},
+		watermill.NewSlogLoggerWithLevelMapping(p.logger.With("router", name), map[slog.Level]slog.Level{
+			slog.LevelInfo: slog.LevelDebug, // watermill's per-handler chatter is debug for us
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("%s router: %w", name, err)
+	}
+	r.AddMiddleware(middleware.Recoverer)
+	r.AddMiddleware(extra...)
+	return r, nil
+}
+
+func (p *Pipeline) filters() (filter.Matcher, filter.Matcher, error) {
+	topics, groups := p.opts.topicFilter, p.opts.groupFilter
+	var err error
+	if topics == nil {
+		if topics, err = filter.New(p.cfg.Topics, p.cfg.TopicsExclude); err != nil {
+			return nil, nil, fmt.Errorf("topic filter: %w", err)
+		}
+	}
+	if groups == nil {
+		if groups, err = filter.New(p.cfg.Groups, p.cfg.GroupsExclude); err != nil {
+			return nil, nil, fmt.Errorf("group filter: %w", err)
+		}
+	}
+	return topics, groups, nil
+}
+
+// Run runs the routers and the outbox until ctx ends, then shuts down:
+// handlers finish the message in hand, queued checkpoints are published
+// (bounded by the routers' close timeout), connections close.
+func (p *Pipeline) Run(ctx context.Context) error {
+	defer p.close()
+	g, gctx := newGroup(ctx)
+	outboxCtx, stopOutbox := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopOutbox()
+	outboxDone := make(chan struct{})
+	go func() {
+		defer close(outboxDone)
+		_ = p.outbox.Run(outboxCtx, 10*time.Second)
+	}()
+	g.Go(func() error { return runRouter(gctx, p.translate) })
+	if p.commit != nil {
+		g.Go(func() error { return runRouter(gctx, p.commit) })
+	}
+	if p.syncer != nil {
+		g.Go(func() error { return p.syncer.Run(gctx) })
+	}
+	err := g.Wait()
+	stopOutbox() // routers are closed: nothing more is decided; drain what is queued
+	<-outboxDone
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func runRouter(ctx context.Context, r *message.Router) error {
+	if err := r.Run(ctx); err != nil {
+		return err
+	}
+	if ctx.Err() == nil {
+		return errors.New("router stopped unexpectedly")
+	}
+	return nil
+}
+
+// Checkpointer exposes the translate state (for explain and tests).
+func (p *Pipeline) Checkpointer() *handlers.Checkpointer { return p.checkpointer }
+
+func (p *Pipeline) close() {
+	for i := len(p.closers) - 1; i >= 0; i-- {
+		if err := p.closers[i](); err != nil {
+			p.logger.Debug("close", "error", err)
+		}
+	}
+	p.closers = nil
+}
+
+func ptr[T any](v T) *T { return &v }

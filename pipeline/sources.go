@@ -1,0 +1,119 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/checkpointd/checkpointd/handlers/filter"
+	"github.com/checkpointd/checkpointd/infra/adminpoll"
+	"github.com/checkpointd/checkpointd/infra/config"
+	"github.com/checkpointd/checkpointd/infra/kafkalog"
+)
+
+// Commit source modes (checkpointd.commit.source).
+const (
+	SourceAuto       = "auto"
+	SourceOffsetsLog = "offsets-log"
+	SourceAdminPoll  = "admin-poll"
+)
+
+// commitSource picks and builds the reader of source group commits: the
+// __consumer_offsets tail where it can be read, else the admin poller.
+func (p *Pipeline) commitSource(ctx context.Context, groups filter.Matcher) (message.Subscriber, string, error) {
+	mode := p.cfg.CommitSource
+	if mode == SourceAuto {
+		readable, why := p.offsetsLogReadable(ctx)
+		if readable {
+			mode = SourceOffsetsLog
+		} else {
+			mode = SourceAdminPoll
+			p.logger.Info("__consumer_offsets is not readable on the source; polling group offsets instead",
+				"reason", why, "interval", p.cfg.AdminPollInterval)
+		}
+	}
+	p.logger.Info("commit source", "mode", mode, "cluster", p.cfg.SourceAlias)
+	switch mode {
+	case SourceOffsetsLog:
+		sub, err := p.shardedReader(config.SourceConsumer, p.cfg.Source.BootstrapServers, p.cfg.SourceAlias, p.cfg.GroupID, true)
+		if err != nil {
+			return nil, "", fmt.Errorf("__consumer_offsets reader: %w", err)
+		}
+		return sub, consumerOffsetsTopic, nil
+	case SourceAdminPoll:
+		adminCfg, err := p.cfg.SaramaConfig(config.SourceAdmin)
+		if err != nil {
+			return nil, "", fmt.Errorf("source admin client config: %w", err)
+		}
+		client, err := sarama.NewClient(p.cfg.Source.BootstrapServers, adminCfg)
+		if err != nil {
+			return nil, "", fmt.Errorf("connect to source cluster %q at %v: %w", p.cfg.SourceAlias, p.cfg.Source.BootstrapServers, err)
+		}
+		p.closers = append(p.closers, client.Close)
+		poller, err := adminpoll.New(adminpoll.Config{
+			Client:   client,
+			Groups:   groups,
+			Interval: p.cfg.AdminPollInterval,
+			Logger:   p.logger,
+		})
+		if err != nil {
+			return nil, "", fmt.Errorf("admin poller: %w", err)
+		}
+		return poller, adminpoll.Topic, nil
+	default:
+		return nil, "", fmt.Errorf("checkpointd.commit.source=%q: want %s, %s or %s", mode, SourceAuto, SourceOffsetsLog, SourceAdminPoll)
+	}
+}
+
+// offsetsLogReadable probes whether this principal can read __consumer_offsets:
+// the topic must be visible in metadata and its offsets listable.
+func (p *Pipeline) offsetsLogReadable(ctx context.Context) (bool, string) {
+	cfg, err := p.cfg.SaramaConfig(config.SourceConsumer)
+	if err != nil {
+		return false, err.Error()
+	}
+	client, err := sarama.NewClient(p.cfg.Source.BootstrapServers, cfg)
+	if err != nil {
+		return false, fmt.Sprintf("connect: %v", err)
+	}
+	defer client.Close()
+	parts, err := client.Partitions(consumerOffsetsTopic)
+	if err != nil {
+		return false, fmt.Sprintf("metadata: %v", err)
+	}
+	if len(parts) == 0 {
+		return false, "no partitions visible"
+	}
+	if _, err := client.GetOffset(consumerOffsetsTopic, parts[0], sarama.OffsetNewest); err != nil {
+		if errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+			return false, "not authorized (READ and DESCRIBE on topic __consumer_offsets are needed)"
+		}
+		return false, fmt.Sprintf("list offsets: %v", err)
+	}
+	return true, ""
+}
+
+func (p *Pipeline) logReader(role config.Role, brokers []string, cluster string) (message.Subscriber, error) {
+	cfg, err := p.cfg.SaramaConfig(role)
+	if err != nil {
+		return nil, err
+	}
+	return kafkalog.NewLogReader(kafkalog.LogReaderConfig{
+		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger},
+	})
+}
+
+func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, group string, readCommitted bool) (message.Subscriber, error) {
+	cfg, err := p.cfg.SaramaConfig(role)
+	if err != nil {
+		return nil, err
+	}
+	return kafkalog.NewShardedReader(kafkalog.ShardedReaderConfig{
+		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger,
+			ReadCommitted: readCommitted},
+		GroupID: group,
+	})
+}
