@@ -1,0 +1,84 @@
+// Command checkpointd replicates Kafka consumer-group offsets between
+// clusters, compatible with MirrorMaker 2's MirrorCheckpointConnector.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `checkpointd replicates consumer-group offsets from a source Kafka cluster to a
+target cluster, in MirrorMaker 2's checkpoint format.
+
+Usage:
+  checkpointd run       --config FILE [--set key=value ...]   run the service
+  checkpointd validate  --config FILE [--set key=value ...]   print the effective config and every problem
+  checkpointd translate --config FILE --group G [...]         translated offsets from the checkpoints topic
+  checkpointd inspect   --config FILE --topic NAME            decode MM2 internal topics and __consumer_offsets
+  checkpointd demo      [--duration 25s]                       run everything on embedded clusters
+  checkpointd version
+
+Configuration uses MirrorMaker 2's property names (YAML, JSON or .properties);
+see docs/configuration.md.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "checkpointd:", err)
+		os.Exit(1)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return runService(ctx, rest, stdout, stderr)
+	case "validate":
+		return runValidate(ctx, rest, stdout, stderr)
+	case "translate":
+		return runTranslate(ctx, rest, stdout, stderr)
+	case "inspect":
+		return runInspect(ctx, rest, stdout, stderr)
+	case "demo":
+		return runDemo(ctx, rest, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "checkpointd", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprintf(stderr, "unknown command %q\n\n", cmd)
+		return errUsage
+	}
+}
+
+// repeated collects a flag given several times.
+type repeated []string
+
+func (r *repeated) String() string     { return fmt.Sprint(*r) }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }

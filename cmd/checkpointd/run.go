@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/checkpointd/checkpointd/infra/config"
+	"github.com/checkpointd/checkpointd/pipeline"
+)
+
+// configFlags are the flags every command that reads a config shares.
+type configFlags struct {
+	path string
+	sets repeated
+}
+
+func (c *configFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.path, "config", "", "configuration file (YAML, JSON or .properties) with MM2 property names")
+	fs.Var(&c.sets, "set", "override one property, key=value (repeatable)")
+}
+
+// load reads the config, prints its warnings, and fails on any problem.
+func (c *configFlags) load(stderr io.Writer) (*config.Config, error) {
+	if c.path == "" {
+		return nil, fmt.Errorf("--config is required")
+	}
+	cfg, report, err := config.Load(c.path, c.sets, os.Environ())
+	if report != nil {
+		for _, w := range report.Warnings {
+			fmt.Fprintln(stderr, "warning:", w)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if strings.EqualFold(cfg.LogFormat, "json") {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func runService(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf configFlags
+	cf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := cf.load(stderr)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg, stderr)
+	slog.SetDefault(logger)
+	logger.Info("starting checkpointd", "version", version,
+		"flow", cfg.SourceAlias+"->"+cfg.TargetAlias, "sync_group_offsets", cfg.SyncGroupOffsets)
+
+	startCtx, cancel := context.WithTimeout(ctx, cfg.AdminTimeout+30*time.Second)
+	p, err := pipeline.New(startCtx, cfg, pipeline.WithLogger(logger))
+	cancel()
+	if err != nil {
+		return err
+	}
+	t := p.Topics()
+	logger.Info("pipeline ready", "offset_syncs", t.OffsetSyncs, "checkpoints", t.Checkpoints)
+	err = p.Run(ctx)
+	logger.Info("checkpointd stopped", "error", err)
+	return err
+}
+
+func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf configFlags
+	cf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if cf.path == "" {
+		return fmt.Errorf("--config is required")
+	}
+	cfg, report, err := config.Load(cf.path, cf.sets, os.Environ())
+	if cfg != nil {
+		fmt.Fprintln(stdout, "# effective configuration (secrets redacted)")
+		for _, kv := range cfg.Effective() {
+			fmt.Fprintf(stdout, "%s=%s\n", kv.Key, kv.Value)
+		}
+	}
+	if report != nil {
+		for _, w := range report.Warnings {
+			fmt.Fprintln(stdout, "warning:", w)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "configuration is valid")
+	return nil
+}
