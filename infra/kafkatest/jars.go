@@ -45,11 +45,8 @@ func Jars(ctx context.Context) (string, error) {
 	lib := filepath.Join(cache, "lib")
 	marker := filepath.Join(lib, ".complete")
 	pomPath := filepath.Join(cache, "pom.xml")
-	// A changed pom (new version pins) invalidates the cache.
-	if old, err := os.ReadFile(pomPath); err == nil && bytes.Equal(old, runtimePOM) {
-		if _, err := os.Stat(marker); err == nil {
-			return lib, nil
-		}
+	if cached(pomPath, marker) {
+		return lib, nil
 	}
 	for _, tool := range []string{"java", "mvn"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -58,6 +55,15 @@ func Jars(ctx context.Context) (string, error) {
 	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", fmt.Errorf("create jar cache %s: %w", cache, err)
+	}
+	// `go test ./...` runs test binaries in parallel; one fetches, the others wait.
+	unlock, err := lockFile(ctx, filepath.Join(cache, ".lock"))
+	if err != nil {
+		return "", fmt.Errorf("lock jar cache %s: %w", cache, err)
+	}
+	defer unlock()
+	if cached(pomPath, marker) {
+		return lib, nil
 	}
 	if err := os.RemoveAll(lib); err != nil {
 		return "", fmt.Errorf("clear stale jars: %w", err)
@@ -83,6 +89,17 @@ func Jars(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("mark jar cache complete: %w", err)
 	}
 	return lib, nil
+}
+
+// cached reports whether the jars were fetched for the current pom; a changed
+// pom (new version pins) invalidates the cache.
+func cached(pomPath, marker string) bool {
+	old, err := os.ReadFile(pomPath)
+	if err != nil || !bytes.Equal(old, runtimePOM) {
+		return false
+	}
+	_, err = os.Stat(marker)
+	return err == nil
 }
 
 func hasJar(dir, prefix string) bool {

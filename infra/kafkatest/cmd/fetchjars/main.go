@@ -22,5 +22,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "fetchjars: %v\n", err)
 		os.Exit(1)
 	}
-	fmt.Printf("kafka %s jars: %s (%s)\n", kafkatest.KafkaVersion, lib, time.Since(start).Round(time.Millisecond))
+	took := time.Since(start)
+	if took > time.Second {
+		took = took.Round(time.Millisecond)
+	}
+	fmt.Printf("kafka %s jars: %s (%s)\n", kafkatest.KafkaVersion, lib, took)
 }
