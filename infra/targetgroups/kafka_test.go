@@ -205,7 +205,7 @@ func TestActiveClassicGroupIsNotWritten(t *testing.T) {
 	tg := newTarget(t)
 	group := kafkatest.UniqueName(t, "g")
 	tg.cluster.CommitOffsets(t, group, map[messages.TopicPartition]int64{tg.tp(0): 5, tg.tp(1): 5})
-	joinClassic(t, tg.cluster, group, tg.topic)
+	joinClassic(t, tg.cluster.Bootstrap, tg.cluster.SaramaConfig(), group, tg.topic)
 
 	s := describeOne(t, tg.client, group)
 	if s.State != "Stable" || s.Protocol != targetgroups.ProtocolClassic || s.Members != 1 || !s.Active {
@@ -229,7 +229,7 @@ func TestActiveConsumerProtocolGroupIsNotWritten(t *testing.T) {
 	tg := newTarget(t)
 	group := kafkatest.UniqueName(t, "g")
 	tg.cluster.CommitOffsets(t, group, map[messages.TopicPartition]int64{tg.tp(0): 5, tg.tp(1): 5})
-	joinConsumerProtocol(t, tg.cluster, group, tg.topic)
+	joinConsumerProtocol(t, tg.cluster.Bootstrap, group, tg.topic)
 
 	var s targetgroups.GroupState
 	waitUntil(t, 30*time.Second, "KIP-848 group to be Stable", func() bool {
@@ -267,7 +267,7 @@ func TestDescribeManyGroupsAtOnce(t *testing.T) {
 	idle := kafkatest.UniqueName(t, "idle")
 	busy := kafkatest.UniqueName(t, "busy")
 	tg.cluster.CommitOffsets(t, idle, map[messages.TopicPartition]int64{tg.tp(0): 1})
-	joinClassic(t, tg.cluster, busy, tg.topic)
+	joinClassic(t, tg.cluster.Bootstrap, tg.cluster.SaramaConfig(), busy, tg.topic)
 
 	states, err := tg.client.Describe(testContext(t), []string{fresh, idle, busy, idle})
 	if err != nil {
@@ -285,11 +285,10 @@ func TestDescribeManyGroupsAtOnce(t *testing.T) {
 
 // joinClassic keeps a sarama consumer-group member in group until the test
 // ends, and returns once the group is Stable.
-func joinClassic(t *testing.T, cluster *kafkatest.Cluster, group, topic string) {
+func joinClassic(t *testing.T, bootstrap string, cfg *sarama.Config, group, topic string) {
 	t.Helper()
-	cfg := cluster.SaramaConfig()
 	cfg.Consumer.Offsets.AutoCommit.Enable = false
-	cg, err := sarama.NewConsumerGroup([]string{cluster.Bootstrap}, group, cfg)
+	cg, err := sarama.NewConsumerGroup([]string{bootstrap}, group, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,12 +332,12 @@ func (h *memberHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Con
 
 // joinConsumerProtocol keeps a franz-go member in group with the KIP-848
 // protocol until the test ends; sarama cannot speak it.
-func joinConsumerProtocol(t *testing.T, cluster *kafkatest.Cluster, group, topic string) {
+func joinConsumerProtocol(t *testing.T, bootstrap, group, topic string) {
 	t.Helper()
 	assigned := make(chan struct{})
 	var once sync.Once
 	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(cluster.Bootstrap),
+		kgo.SeedBrokers(bootstrap),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.ServerSideBalancer(),
