@@ -3,11 +3,15 @@ package targetgroups_test
 import (
 	"errors"
 	"log/slog"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/infra/targetgroups"
@@ -21,9 +25,15 @@ import (
 
 const fakeTopic = "src.orders"
 
-func fakeTarget(t *testing.T) (bootstrap string, cfg func() *sarama.Config, c *targetgroups.Client) {
+func fakeTarget(t *testing.T, opts ...kfake.Opt) (bootstrap string, cfg func() *sarama.Config, c *targetgroups.Client) {
 	t.Helper()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, fakeTopic))
+	_, bootstrap, cfg, c = fakeCluster(t, opts...)
+	return bootstrap, cfg, c
+}
+
+func fakeCluster(t *testing.T, opts ...kfake.Opt) (cluster *kfake.Cluster, bootstrap string, cfg func() *sarama.Config, c *targetgroups.Client) {
+	t.Helper()
+	cluster, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(2, fakeTopic)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +54,7 @@ func fakeTarget(t *testing.T) (bootstrap string, cfg func() *sarama.Config, c *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bootstrap, cfg, c
+	return cluster, bootstrap, cfg, c
 }
 
 func fakeTP(p int32) messages.TopicPartition {
@@ -105,4 +115,103 @@ func TestFakeActiveConsumerProtocolGroup(t *testing.T) {
 	if p := res.Partitions[fakeTP(0)]; p.Reason != groupsync.ActiveOnTarget || !errors.Is(p.Err, sarama.ErrUnsupportedVersion) {
 		t.Fatalf("commit into active KIP-848 group: %s %v", p.Reason, p.Err)
 	}
+}
+
+// A broker before 3.7 has no ConsumerGroupDescribe; sarama refuses the
+// request itself and Describe falls back to DescribeGroups.
+func TestFakeBrokerWithoutKIP848Describe(t *testing.T) {
+	bootstrap, cfg, c := fakeTarget(t, kfake.MaxVersions(kversion.V3_6_0()))
+	joinClassic(t, bootstrap, cfg(), "busy", fakeTopic)
+	states, err := c.Describe(testContext(t), []string{"busy", "new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := states["busy"]; s.Err != nil || s.State != "Stable" || s.Protocol != targetgroups.ProtocolClassic || !s.Active {
+		t.Errorf("busy: %+v", s)
+	}
+	if s := states["new"]; s.Err != nil || s.State != groupsync.StateNotFound || s.Active {
+		t.Errorf("new: %+v", s)
+	}
+}
+
+// A group whose describe keeps failing is an error, and never looks idle:
+// MM2 takes it for a new group and overwrites it (KAFKA-19794).
+func TestFakeDescribeFailureIsNeverNotFound(t *testing.T) {
+	cluster, _, _, c := fakeCluster(t)
+	var calls atomic.Int32
+	cluster.ControlKey(int16(kmsg.ConsumerGroupDescribe), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		calls.Add(1)
+		req := r.(*kmsg.ConsumerGroupDescribeRequest)
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+		for _, id := range req.Groups {
+			g := kmsg.NewConsumerGroupDescribeResponseGroup()
+			g.Group, g.ErrorCode = id, int16(sarama.ErrConsumerCoordinatorNotAvailable)
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil, true
+	})
+	states, err := c.Describe(testContext(t), []string{"g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := states["g"]
+	if !errors.Is(s.Err, sarama.ErrConsumerCoordinatorNotAvailable) || !s.Active || s.State == groupsync.StateNotFound {
+		t.Fatalf("failed describe: %+v", s)
+	}
+	if plan := groupsync.Decide(groupsync.Input{
+		Checkpoints: map[messages.TopicPartition]groupsync.Checkpoint{fakeTP(0): {Downstream: 1}},
+		Target:      s.Target(),
+		Existing:    map[messages.TopicPartition]bool{fakeTP(0): true},
+	}); plan.Skipped[fakeTP(0)] != groupsync.DescribeFailed {
+		t.Errorf("decision on a failed describe: %+v", plan)
+	}
+	if n := calls.Load(); n != 6 { // sarama's default Admin.Retry.Max is 5
+		t.Errorf("ConsumerGroupDescribe sent %d times, want 6", n)
+	}
+}
+
+// A commit answered NOT_COORDINATOR is sent again to the coordinator looked
+// up afresh; the handler below answers once and is then dropped.
+func TestFakeCommitRetriesWhenCoordinatorMoved(t *testing.T) {
+	cluster, _, _, c := fakeCluster(t)
+	cluster.ControlKey(int16(kmsg.OffsetCommit), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		return offsetCommitAnswer(r.(*kmsg.OffsetCommitRequest), sarama.ErrNotCoordinatorForConsumer), nil, true
+	})
+	res, err := c.Commit(testContext(t), "moved", map[messages.TopicPartition]targetgroups.Offset{fakeTP(0): {Offset: 3}})
+	if err != nil || res.Count(groupsync.Committed) != 1 {
+		t.Fatalf("commit after NOT_COORDINATOR: %+v, %v", res, err)
+	}
+}
+
+// A group the principal may not READ fails as a whole, and the error names
+// the missing ACL.
+func TestFakeGroupAuthorizationFailure(t *testing.T) {
+	cluster, _, _, c := fakeCluster(t)
+	cluster.ControlKey(int16(kmsg.OffsetCommit), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		return offsetCommitAnswer(r.(*kmsg.OffsetCommitRequest), sarama.ErrGroupAuthorizationFailed), nil, true
+	})
+	res, err := c.Commit(testContext(t), "locked", map[messages.TopicPartition]targetgroups.Offset{fakeTP(0): {Offset: 1}, fakeTP(1): {Offset: 1}})
+	if !errors.Is(err, sarama.ErrGroupAuthorizationFailed) || !strings.Contains(err.Error(), `READ on group "locked"`) {
+		t.Fatalf("error %v, want GROUP_AUTHORIZATION_FAILED naming READ on the group", err)
+	}
+	if n := res.Count(groupsync.Unauthorized); n != 2 {
+		t.Errorf("%d partitions unauthorized, want 2: %+v", n, res)
+	}
+}
+
+// offsetCommitAnswer answers every partition of req with kerr.
+func offsetCommitAnswer(req *kmsg.OffsetCommitRequest, kerr sarama.KError) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, rt := range req.Topics {
+		topic := kmsg.NewOffsetCommitResponseTopic()
+		topic.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewOffsetCommitResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, int16(kerr)
+			topic.Partitions = append(topic.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, topic)
+	}
+	return resp
 }
