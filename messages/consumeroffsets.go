@@ -46,7 +46,7 @@ const (
 	maxCommitVersion           = 4
 )
 
-// topicIDTag is the tagged field of a flexible OffsetCommitValue holding the
+// The tagged field of a flexible OffsetCommitValue that holds the
 // topic's UUID (KAFKA-19141).
 const (
 	topicIDTag  = 0
