@@ -59,6 +59,9 @@ func StartBed(ctx context.Context, opts BedOptions) (*Bed, error) {
 			return nil, fmt.Errorf("start bed: %w", err)
 		}
 	}
+	if _, err := javaBin(); err != nil {
+		return nil, fmt.Errorf("start bed: %w", err)
+	}
 	sweepStaleDirs()
 	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {

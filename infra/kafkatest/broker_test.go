@@ -44,7 +44,7 @@ func TestBrokersAreKafka41(t *testing.T) {
 				t.Errorf("finalized features %+v, want metadata.version %d (4.1-IV1)", resp.FinalizedFeatures, metadataVersion41IV1)
 			}
 
-			dc, err := broker.DescribeCluster(sarama.NewDescribeClusterRequest(SaramaVersion))
+			dc, err := broker.DescribeCluster(sarama.NewDescribeClusterRequest(saramaVersion))
 			if err != nil {
 				t.Fatalf("DescribeCluster: %v", err)
 			}

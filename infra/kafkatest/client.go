@@ -13,14 +13,14 @@ import (
 	"github.com/checkpointd/checkpointd/messages"
 )
 
-// SaramaVersion is the protocol version the helpers speak: the broker's own.
-var SaramaVersion = sarama.V4_1_1_0
+// saramaVersion is the protocol version the helpers speak: the broker's own.
+var saramaVersion = sarama.V4_1_1_0
 
 // SaramaConfig returns a fresh client config for this cluster: the broker's
 // protocol version, synchronous produce results and short timeouts.
 func (c *Cluster) SaramaConfig() *sarama.Config {
 	cfg := sarama.NewConfig()
-	cfg.Version = SaramaVersion
+	cfg.Version = saramaVersion
 	cfg.ClientID = "kafkatest"
 	cfg.Net.DialTimeout = 5 * time.Second
 	cfg.Metadata.Retry.Backoff = 100 * time.Millisecond

@@ -1,5 +1,3 @@
-// Package kafkatest runs real Apache Kafka clusters and MirrorMaker 2 for tests,
-// from jars fetched once with Maven into a cache outside the repository.
 package kafkatest
 
 import (

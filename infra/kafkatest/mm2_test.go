@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -58,9 +59,15 @@ func TestMirrorMakerReplicatesAndWritesOffsetSyncs(t *testing.T) {
 	b.Source.CreateTopic(t, topic, 2, nil)
 	_, last0 := b.Source.Produce(t, topic, 0, 5)
 	_, last1 := b.Source.Produce(t, topic, 1, 3)
+	// A group that consumed all of partition 0 and two records of partition 1.
+	group := UniqueName(t, "group")
+	b.Source.CommitOffsets(t, group, map[messages.TopicPartition]int64{
+		{Topic: topic, Partition: 0}: last0 + 1,
+		{Topic: topic, Partition: 1}: 2,
+	})
 
 	start := time.Now()
-	m := b.StartMM2(t, MM2Options{Topics: topic})
+	m := b.StartMM2(t, MM2Options{Topics: topic, Groups: group, EmitCheckpoints: true, SyncGroupOffsets: true})
 	t.Logf("mm2: canary replicated %s after JVM start", m.ReadyIn.Round(time.Millisecond))
 	got := m.WaitReplicated(t, topic)
 	t.Logf("mm2: %s replicated %s after StartMM2", topic, time.Since(start).Round(time.Millisecond))
@@ -107,4 +114,28 @@ func TestMirrorMakerReplicatesAndWritesOffsetSyncs(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+
+	// With checkpoints and group offset sync on, MM2 commits the translated
+	// offsets into the idle group on the target. Both are exact here: 5 is one
+	// past the sync 4->4, and 2 hits the sync 2->2.
+	remote := b.RemoteTopic(topic)
+	wantTarget := map[messages.TopicPartition]int64{{Topic: remote, Partition: 0}: last0 + 1, {Topic: remote, Partition: 1}: 2}
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		got := b.Target.CommittedOffsets(t, group)
+		if maps.Equal(got, wantTarget) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("target offsets of %s = %v, want %v\n%s", group, got, wantTarget, m.LogTail(40))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("mm2: group %s synced to the target %s after StartMM2", group, time.Since(start).Round(time.Millisecond))
+
+	stopStart := time.Now()
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("mm2: stopped in %s", time.Since(stopStart).Round(time.Millisecond))
 }

@@ -10,7 +10,8 @@ import (
 // UniqueName returns a topic or group name that no other test (or run) on the
 // shared clusters uses: prefix, the test's name and a random suffix. Only
 // letters, digits and '-' appear; no '.', which MM2 uses as the separator in
-// remote topic names.
+// remote topic names. The name is also a regex that matches only itself, so
+// it can go into MM2Options.Topics and Groups as it is.
 func UniqueName(t testing.TB, prefix string) string {
 	var b strings.Builder
 	for _, r := range prefix + "-" + t.Name() {

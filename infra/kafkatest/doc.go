@@ -1,0 +1,23 @@
+// Package kafkatest runs real Apache Kafka 4.1.1 clusters and MirrorMaker 2
+// for tests, from jars fetched once with Maven into a cache outside the
+// repository. No Docker, no mocks.
+//
+// A package's tests share one source and one target cluster (single-node
+// KRaft, on free ports of 127.0.0.1), started on first use:
+//
+//	func TestMain(m *testing.M) { os.Exit(kafkatest.RunMain(m)) }
+//
+//	func TestSomething(t *testing.T) {
+//		bed := kafkatest.Shared(t) // skips with -short; fails without Java/Maven
+//		topic := kafkatest.UniqueName(t, "orders")
+//		bed.Source.CreateTopic(t, topic, 2, nil)
+//		bed.Source.Produce(t, topic, 0, 10)
+//		mm2 := bed.StartMM2(t, kafkatest.MM2Options{Topics: topic, EmitCheckpoints: true})
+//		recs := mm2.WaitReplicated(t, topic) // bed.RemoteTopic(topic) on bed.Target
+//		...
+//	}
+//
+// Every JVM is stopped and every directory removed when the tests end, when
+// the test binary gets SIGINT or SIGTERM, and (on Linux) the kernel kills the
+// JVMs if the test binary dies; a later run removes directories left behind.
+package kafkatest
