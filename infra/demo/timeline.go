@@ -20,3 +20,17 @@ func newTimeline(total time.Duration) timeline {
 		commitFor:  commitFor,
 	}
 }
+
+// phase names what the run is doing at elapsed.
+func (t timeline) phase(elapsed time.Duration) string {
+	switch {
+	case elapsed < t.produceFor:
+		return "producing"
+	case elapsed < t.commitFor:
+		return "consumers catching up"
+	case elapsed < t.total:
+		return "settling"
+	default:
+		return "done"
+	}
+}
