@@ -100,7 +100,7 @@ func startClusterOnce(ctx context.Context, lib, alias, parent string) (_ *Cluste
 	flags := append(append([]string{}, testJVMFlags...),
 		"-Dlog4j2.configurationFile="+log4j,
 		"-Dkafka.logs.dir="+logDir,
-		"-Djava.io.tmpdir="+dir, // native codecs unpack here; /tmp may be noexec
+		"-Djava.io.tmpdir="+dir, // native codecs unpack here; the system temp dir may be noexec
 	)
 	c.proc, err = startJava("kafka-"+alias, lib, dir, logFile, flags, "kafka.Kafka", serverProps)
 	if err != nil {
