@@ -1,0 +1,512 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/messages"
+)
+
+// managedConfig is the connector config a managed Kafka Connect service hands
+// out (issue 5), verbatim; only its placeholders get filled in.
+const managedConfig = `connector.class: "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"
+emit.checkpoints.interval.seconds: "CHECKPOINT_INTERVAL"
+groups: ".*"
+groups.exclude: "console-consumer-.*,connect-.*,__.*"
+source.cluster.alias: "source"
+source.cluster.bootstrap.servers: "SOURCE_CLUSTER_BOOTSTRAP_ADDRESS"
+sync.group.offsets.enabled: "true"
+sync.group.offsets.interval.seconds: "OFFSETS_SYNC_INTERVAL"
+target.cluster.alias: "target"
+target.cluster.bootstrap.servers: "TARGET_CLUSTER_BOOTSTRAP_ADDRESS"
+tasks.max: "3"
+`
+
+// TestPipelineOnKafka runs checkpointd in-process against two real Kafka
+// clusters, with a real MirrorMaker 2 writing the offset syncs. The subtests
+// share the clusters and the MM2 process and run one after another; each has
+// its own topics, groups and checkpointd group id.
+func TestPipelineOnKafka(t *testing.T) {
+	bed := kafkatest.Shared(t)
+	start := time.Now()
+	f := newFixture(t, bed, map[string]int32{
+		"managed":     4,
+		"failover":    2,
+		"active":      2,
+		"restart":     2,
+		"offsets-log": 2,
+		"admin-poll":  2,
+	})
+	t.Logf("fixture ready in %s", time.Since(start).Round(time.Millisecond))
+
+	// First: the managed config checkpoints every group (groups ".*"), so
+	// it runs before the other scenarios create theirs.
+	t.Run("managed-config", f.testManagedConfig)
+	t.Run("failover", f.testFailover)
+	t.Run("active-target-group", f.testActiveTargetGroup)
+	t.Run("restart", f.testRestart)
+	t.Run("commit-source=offsets-log", f.testCommitSource("offsets-log"))
+	t.Run("commit-source=admin-poll", f.testCommitSource("admin-poll"))
+}
+
+// props is a checkpointd config for the shared clusters that checkpoints the
+// given groups, with its own checkpointd group id. The checkpoints topic's
+// replication factor is left at its default (3): the topic was pre-created.
+func (f *fixture) props(t *testing.T, groups []string, commitSource string) [][2]string {
+	p := [][2]string{
+		{"source.cluster.alias", f.bed.Source.Alias},
+		{"target.cluster.alias", f.bed.Target.Alias},
+		{"source.cluster.bootstrap.servers", f.bed.Source.Bootstrap},
+		{"target.cluster.bootstrap.servers", f.bed.Target.Bootstrap},
+		{"groups", strings.Join(groups, ",")},
+		{"emit.checkpoints.interval.seconds", "1"},
+		{"sync.group.offsets.enabled", "true"},
+		{"sync.group.offsets.interval.seconds", "1"},
+		{"checkpointd.group.id", kafkatest.UniqueName(t, "checkpointd")},
+	}
+	if commitSource != "" {
+		p = append(p, [2]string{"checkpointd.commit.source", commitSource})
+	}
+	if commitSource == "admin-poll" {
+		p = append(p, [2]string{"checkpointd.admin.poll.interval.ms", "200"})
+	}
+	return p
+}
+
+// ---- 1. the managed-service config -------------------------------------------
+
+func (f *fixture) testManagedConfig(t *testing.T) {
+	text := strings.NewReplacer(
+		"CHECKPOINT_INTERVAL", "1",
+		"OFFSETS_SYNC_INTERVAL", "1",
+		"SOURCE_CLUSTER_BOOTSTRAP_ADDRESS", f.bed.Source.Bootstrap,
+		"TARGET_CLUSTER_BOOTSTRAP_ADDRESS", f.bed.Target.Bootstrap,
+	).Replace(managedConfig)
+	cfg := loadConfig(t, writeFile(t, "mirror-checkpoint-connector.yaml", text))
+	in := f.start(t, "managed", cfg)
+	if got := in.p.Topics(); got.Checkpoints != f.bed.CheckpointsTopic() || got.OffsetSyncs != f.bed.OffsetSyncsTopic() || got.OffsetSyncsOnTarget {
+		t.Errorf("Topics() = %+v, want checkpoints %s and offset syncs %s on the source", got, f.bed.CheckpointsTopic(), f.bed.OffsetSyncsTopic())
+	}
+	f.commitAndVerify(t, "managed", kafkatest.UniqueName(t, "grp"))
+	f.stop(t, in)
+}
+
+// commitAndVerify is the core scenario: records are mirrored; a group
+// commits on the source at a sync point, between sync points, at the newest
+// sync and at the end (per partition, cycling); checkpoints appear with MM2's
+// bytes and the test's own translation; the target group follows. Then the
+// group commits the end everywhere and everything follows again.
+func (f *fixture) commitAndVerify(t *testing.T, key, group string) {
+	topic := f.topics[key]
+	n := f.partitions[key]
+	for p := range n {
+		f.bed.Source.Produce(t, topic, p, 60)
+	}
+	ends, syncs := f.settle(t, key)
+
+	kinds := []string{"at-sync", "between-syncs", "at-newest-sync", "end"}
+	commits := make(map[int32]int64)
+	for p := range n {
+		kind := kinds[int(p)%len(kinds)]
+		commits[p] = pickOffset(t, kind, syncs[p], ends[p])
+		tr := translate(syncs[p], commits[p])
+		t.Logf("partition %d: commit %d (%s), translation %d via %v (exact %v); syncs %v", p, commits[p], kind, tr.want, tr.via, tr.exact, upstreams(syncs[p]))
+	}
+	history := make(map[int32][]int64)
+	f.commit(t, group, topic, commits, history)
+	cps := f.waitCheckpoints(t, group, topic, commits)
+	f.waitTargetFollows(t, group, cps)
+	f.checkCheckpoints(t, group, topic, history, "")
+
+	// The group consumes the rest.
+	rest := make(map[int32]int64)
+	for p, g := range commits {
+		if g < ends[p] {
+			rest[p] = ends[p]
+		}
+	}
+	f.commit(t, group, topic, rest, history)
+	cps = f.waitCheckpoints(t, group, topic, rest)
+	got := f.waitTargetFollows(t, group, cps)
+	f.checkCheckpoints(t, group, topic, history, "")
+	// A fresh topic mirrored from its start has the same offsets on both sides.
+	for p, end := range ends {
+		if o := got[messages.TopicPartition{Topic: f.remote(topic), Partition: p}]; o.offset != end {
+			t.Errorf("partition %d: target group at %d after the source group consumed everything; want the end %d", p, o.offset, end)
+		}
+	}
+}
+
+// pickOffset chooses a commit offset of the given kind from a partition's syncs.
+func pickOffset(t *testing.T, kind string, syncs []messages.OffsetSync, end int64) int64 {
+	t.Helper()
+	us := upstreams(syncs)
+	if len(us) == 0 {
+		t.Fatalf("no offset syncs")
+	}
+	newest := syncs[len(syncs)-1].UpstreamOffset
+	switch kind {
+	case "at-sync": // a sync point before the newest
+		var older []int64
+		for _, u := range us {
+			if u < newest {
+				older = append(older, u)
+			}
+		}
+		if len(older) == 0 {
+			t.Fatalf("no sync point before the newest (%d): syncs at %v", newest, us)
+		}
+		return older[len(older)/2]
+	case "between-syncs": // strictly between two sync points, before the newest
+		var gaps [][2]int64
+		for i := 1; i < len(us); i++ {
+			if us[i]-us[i-1] >= 2 && us[i] <= newest {
+				gaps = append(gaps, [2]int64{us[i-1], us[i]})
+			}
+		}
+		if len(gaps) == 0 {
+			t.Fatalf("no gap between sync points: syncs at %v", us)
+		}
+		g := gaps[len(gaps)/2]
+		return g[0] + (g[1]-g[0])/2
+	case "at-newest-sync":
+		return newest
+	case "end":
+		return end
+	}
+	t.Fatalf("unknown kind %q", kind)
+	return 0
+}
+
+// upstreams returns the distinct upstream offsets of syncs, ascending.
+func upstreams(syncs []messages.OffsetSync) []int64 {
+	var us []int64
+	for _, s := range syncs {
+		us = append(us, s.UpstreamOffset)
+	}
+	slices.Sort(us)
+	return slices.Compact(us)
+}
+
+// ---- 2. failover --------------------------------------------------------------------
+
+// testFailover: a real consumer group reads 300 of 1000 mirrored records on
+// the source and commits; once checkpointd synced the group on the target, a
+// consumer with the same group id resumes there from the committed offsets
+// (OffsetNewest where none: a missing commit skips records and fails). Both
+// together must have seen every record.
+func (f *fixture) testFailover(t *testing.T) {
+	const key, perPartition, quota, metadata = "failover", 500, 150, "failover-meta"
+	topic := f.topics[key]
+	group := kafkatest.UniqueName(t, "grp")
+	in := f.start(t, "failover", loadConfig(t, writeConfig(t, "checkpointd.yaml", f.props(t, []string{group}, ""))))
+
+	for p := range f.partitions[key] {
+		f.bed.Source.Produce(t, topic, p, perPartition)
+	}
+	f.settle(t, key)
+	all := f.bed.Source.ReadAll(t, topic)
+
+	// The source consumer: quota records per partition, marked and committed.
+	var mu sync.Mutex
+	seenSource := make(map[string]bool)
+	counts := make(map[int32]int)
+	reached := make(chan int32, f.partitions[key])
+	src := join(t, f.bed.Source, group, topic, sarama.OffsetOldest, func(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+		for {
+			select {
+			case msg, ok := <-c.Messages():
+				if !ok {
+					return nil
+				}
+				mu.Lock()
+				if counts[msg.Partition] < quota {
+					seenSource[string(msg.Value)] = true
+					counts[msg.Partition]++
+					s.MarkMessage(msg, metadata)
+					if counts[msg.Partition] == quota {
+						s.Commit()
+						reached <- msg.Partition
+					}
+				}
+				mu.Unlock()
+			case <-s.Context().Done():
+				return nil
+			}
+		}
+	})
+	for range f.partitions[key] {
+		select {
+		case <-reached:
+		case <-time.After(waitTimeout):
+			t.Fatalf("source consumer did not read %d records per partition within %s (counts %v)", quota, waitTimeout, counts)
+		}
+	}
+	src.stop(t)
+	committed := f.bed.Source.CommittedOffsets(t, group)
+	commits := make(map[int32]int64)
+	history := make(map[int32][]int64)
+	for tp, o := range committed {
+		commits[tp.Partition] = o
+		history[tp.Partition] = []int64{o}
+	}
+	if len(commits) != int(f.partitions[key]) {
+		t.Fatalf("source group committed %v, want every partition", committed)
+	}
+	t.Logf("source group %s committed %v", group, commits)
+
+	cps := f.waitCheckpoints(t, group, topic, commits)
+	target := f.waitTargetFollows(t, group, cps)
+	f.checkCheckpoints(t, group, topic, history, metadata)
+	for tp, o := range target {
+		if o.metadata != metadata {
+			t.Errorf("target commit of %s carries metadata %q, want the source commit's %q", tp, o.metadata, metadata)
+		}
+	}
+	f.stop(t, in)
+
+	// Fail over: the same group id on the target.
+	remote := f.remote(topic)
+	ends := f.bed.Target.EndOffsets(t, remote)
+	seenTarget := make(map[string]bool)
+	last := make(map[int32]int64)
+	done := make(chan struct{})
+	var closeOnce sync.Once
+	dst := join(t, f.bed.Target, group, remote, sarama.OffsetNewest, func(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+		cp := cps[c.Partition()]
+		if c.InitialOffset() > cp.DownstreamOffset {
+			t.Errorf("target consumer starts partition %d at %d, after the checkpoint's %d", c.Partition(), c.InitialOffset(), cp.DownstreamOffset)
+		}
+		for {
+			select {
+			case msg, ok := <-c.Messages():
+				if !ok {
+					return nil
+				}
+				mu.Lock()
+				seenTarget[string(msg.Value)] = true
+				last[msg.Partition] = msg.Offset
+				complete := true
+				for p, end := range ends {
+					if last[p] < end-1 {
+						complete = false
+					}
+				}
+				mu.Unlock()
+				if complete {
+					closeOnce.Do(func() { close(done) })
+				}
+			case <-s.Context().Done():
+				return nil
+			}
+		}
+	})
+	select {
+	case <-done:
+	case <-time.After(waitTimeout):
+		mu.Lock()
+		t.Errorf("target consumer did not reach the end offsets %v within %s: last offsets %v (a partition that never delivers started at its end: a missing or too high commit)", ends, waitTimeout, last)
+		mu.Unlock()
+	}
+	dst.stop(t)
+
+	mu.Lock()
+	defer mu.Unlock()
+	missed, replayed := 0, 0
+	for _, rec := range all {
+		v := string(rec.Value)
+		switch {
+		case seenSource[v] && seenTarget[v]:
+			replayed++
+		case !seenSource[v] && !seenTarget[v]:
+			missed++
+			if missed <= 5 {
+				t.Errorf("record %s-%d@%d (%q) was seen by neither consumer", rec.Topic, rec.Partition, rec.Offset, v)
+			}
+		}
+	}
+	if missed > 0 {
+		t.Errorf("%d of %d records skipped at failover", missed, len(all))
+	}
+	t.Logf("failover: %d records, %d read on the source, %d on the target, %d replayed (read on both)", len(all), len(seenSource), len(seenTarget), replayed)
+}
+
+// ---- 3. active target group; target ahead -------------------------------------------
+
+// testActiveTargetGroup: while a member of group X is connected on the target,
+// checkpoints for X are emitted but X is not written; after it leaves, X
+// catches up. A target group Y already ahead of the translation keeps its
+// offset (its other, new partition is synced, which shows the decision ran).
+func (f *fixture) testActiveTargetGroup(t *testing.T) {
+	const key = "active"
+	topic, remote := f.topics[key], f.remote(f.topics[key])
+	groupX := kafkatest.UniqueName(t, "grpx")
+	groupY := kafkatest.UniqueName(t, "grpy")
+	groupZ := kafkatest.UniqueName(t, "grpz")
+	in := f.start(t, "active", loadConfig(t, writeConfig(t, "checkpointd.yaml", f.props(t, []string{groupX, groupY, groupZ}, ""))))
+
+	for p := range f.partitions[key] {
+		f.bed.Source.Produce(t, topic, p, 100)
+	}
+	f.settle(t, key)
+
+	// X has a live member on the target that never commits.
+	x := join(t, f.bed.Target, groupX, remote, sarama.OffsetOldest, func(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+		for {
+			select {
+			case _, ok := <-c.Messages():
+				if !ok {
+					return nil
+				}
+			case <-s.Context().Done():
+				return nil
+			}
+		}
+	})
+	x.waitJoined(t, "target member of "+groupX)
+	f.requireActive(t, groupX)
+
+	historyX := make(map[int32][]int64)
+	commitsX := map[int32]int64{0: 50, 1: 77}
+	f.commit(t, groupX, topic, commitsX, historyX)
+	cpsX := f.waitCheckpoints(t, groupX, topic, commitsX)
+	f.checkCheckpoints(t, groupX, topic, historyX, "")
+
+	// Z is idle on the target: once Z's checkpoint, which is after X's in the
+	// topic, has been committed, the syncer has handled X's checkpoint too.
+	historyZ := make(map[int32][]int64)
+	commitsZ := map[int32]int64{0: 10}
+	f.commit(t, groupZ, topic, commitsZ, historyZ)
+	f.waitTargetFollows(t, groupZ, f.waitCheckpoints(t, groupZ, topic, commitsZ))
+	// And a few retry intervals more (sync.group.offsets.interval.seconds=1).
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(pollEvery) {
+		if got := f.targetOffsets(t, groupX); len(got) > 0 {
+			t.Fatalf("group %s has a member on the target, yet offsets were committed into it: %v", groupX, got)
+		}
+	}
+	f.requireActive(t, groupX) // still active all along
+
+	x.stop(t)
+	f.waitTargetFollows(t, groupX, cpsX)
+
+	// Y: ahead on the target on partition 0, nothing on partition 1.
+	const ahead = 90
+	f.bed.Target.CommitOffsets(t, groupY, map[messages.TopicPartition]int64{{Topic: remote, Partition: 0}: ahead})
+	historyY := make(map[int32][]int64)
+	commitsY := map[int32]int64{0: 40, 1: 40}
+	f.commit(t, groupY, topic, commitsY, historyY)
+	cpsY := f.waitCheckpoints(t, groupY, topic, commitsY)
+	f.checkCheckpoints(t, groupY, topic, historyY, "")
+	if d := cpsY[0].DownstreamOffset; d >= ahead {
+		t.Fatalf("test premise: checkpoint downstream %d is not below the target's %d", d, ahead)
+	}
+	f.waitTargetFollows(t, groupY, map[int32]checkpointRecord{1: cpsY[1]})
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(pollEvery) {
+		got := f.targetOffsets(t, groupY)
+		if o := got[messages.TopicPartition{Topic: remote, Partition: 0}]; o.offset != ahead {
+			t.Fatalf("group %s: target offset of partition 0 went from %d to %d (checkpoint %v): lowered", groupY, ahead, o.offset, cpsY[0].Checkpoint)
+		}
+	}
+	f.stop(t, in)
+}
+
+// requireActive fails unless group has members on the target.
+func (f *fixture) requireActive(t *testing.T, group string) {
+	t.Helper()
+	ds, err := f.targetAdmin.DescribeConsumerGroups([]string{group})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("describe group %s on the target: %v", group, err)
+	}
+	if len(ds[0].Members) == 0 {
+		t.Fatalf("test premise: group %s has no members on the target (state %s)", group, ds[0].State)
+	}
+}
+
+// ---- 4. restart -----------------------------------------------------------------------
+
+// testRestart: a group commits in steps (between syncs, then the end) while
+// checkpointd runs; checkpointd is stopped right after a commit, the group
+// commits more, a new instance with the same config starts and a last step
+// follows. Downstream offsets never decrease, the last checkpoint is the
+// final commit's translation and the target group follows.
+func (f *fixture) testRestart(t *testing.T) {
+	const key = "restart"
+	topic := f.topics[key]
+	group := kafkatest.UniqueName(t, "grp")
+	cfgPath := writeConfig(t, "checkpointd.yaml", f.props(t, []string{group}, ""))
+	history := make(map[int32][]int64)
+	prevEnds := make(map[int32]int64)
+
+	// step produces, waits for the syncs, commits a mid offset and the end.
+	step := func(n int) map[int32]int64 {
+		for p := range f.partitions[key] {
+			f.bed.Source.Produce(t, topic, p, 30)
+		}
+		ends, syncs := f.settle(t, key)
+		mid := make(map[int32]int64)
+		for p, end := range ends {
+			mid[p] = midOffset(syncs[p], prevEnds[p], end)
+		}
+		f.commit(t, group, topic, mid, history)
+		f.commit(t, group, topic, ends, history)
+		t.Logf("step %d: committed %v then %v", n, mid, ends)
+		prevEnds = ends
+		return ends
+	}
+
+	a := f.start(t, "restart-a", loadConfig(t, cfgPath))
+	f.waitCheckpoints(t, group, topic, step(1))
+	step(2)
+	f.stop(t, a) // right after the commits: what was in flight is drained or redone
+	step(3)
+	b := f.start(t, "restart-b", loadConfig(t, cfgPath))
+	f.waitCheckpoints(t, group, topic, prevEnds)
+	final := step(4)
+	cps := f.waitCheckpoints(t, group, topic, final)
+	f.waitTargetFollows(t, group, cps)
+	f.checkCheckpoints(t, group, topic, history, "")
+
+	// Every checkpoint of the group, in order: downstream never decreases.
+	last := make(map[messages.TopicPartition]checkpointRecord)
+	var seq []string
+	for _, cp := range f.checkpointsOf(t, group) {
+		if prev, ok := last[cp.TopicPartition]; ok && cp.DownstreamOffset < prev.DownstreamOffset {
+			t.Errorf("checkpoint at offset %d (%v) goes back from %v at offset %d", cp.rec.Offset, cp.Checkpoint, prev.Checkpoint, prev.rec.Offset)
+		}
+		last[cp.TopicPartition] = cp
+		seq = append(seq, fmt.Sprintf("p%d:%d->%d", cp.Partition, cp.UpstreamOffset, cp.DownstreamOffset))
+	}
+	t.Logf("checkpoints of %s in order: %s", group, strings.Join(seq, " "))
+	f.stop(t, b)
+}
+
+// midOffset is an offset in (from, end) between sync points: just past the
+// first sync after from, where that is not a sync point itself, so it moves
+// the translation forward; else from+1.
+func midOffset(syncs []messages.OffsetSync, from, end int64) int64 {
+	us := upstreams(syncs)
+	for _, u := range us {
+		if u > from && u+1 < end-1 && !slices.Contains(us, u+1) {
+			return u + 1
+		}
+	}
+	return from + 1
+}
+
+// ---- 5. both commit sources ---------------------------------------------------------------
+
+func (f *fixture) testCommitSource(mode string) func(*testing.T) {
+	return func(t *testing.T) {
+		group := kafkatest.UniqueName(t, "grp")
+		in := f.start(t, mode, loadConfig(t, writeConfig(t, "checkpointd.yaml", f.props(t, []string{group}, mode))))
+		f.commitAndVerify(t, mode, group)
+		f.stop(t, in)
+	}
+}
