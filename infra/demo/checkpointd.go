@@ -28,10 +28,10 @@ func checkpointdProperties(source, target *cluster) map[string]string {
 	}
 }
 
-// startCheckpointd builds checkpointd's pipeline against the demo clusters;
-// it creates the checkpoints topic on the target.
-func startCheckpointd(ctx context.Context, source, target *cluster, log *slog.Logger) (*pipeline.Pipeline, error) {
-	cfg, report, err := config.FromProperties(checkpointdProperties(source, target), nil, nil)
+// startCheckpointd builds checkpointd's pipeline from props; it creates the
+// checkpoints topic on the target.
+func startCheckpointd(ctx context.Context, props map[string]string, log *slog.Logger) (*pipeline.Pipeline, error) {
+	cfg, report, err := config.FromProperties(props, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("checkpointd configuration: %w", err)
 	}

@@ -78,9 +78,15 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if err := r.createTopics(policy, syncsTopic); err != nil {
 		return nil, err
 	}
-	checkpointd, err := startCheckpointd(ctx, r.source, r.target, opts.Logger)
+	props := checkpointdProperties(r.source, r.target)
+	checkpointd, err := startCheckpointd(ctx, props, opts.Logger)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Progress != nil {
+		if err := writeSetup(opts.Progress, r.scene, r.source, r.target, policy, props); err != nil {
+			return nil, fmt.Errorf("print setup: %w", err)
+		}
 	}
 	r.producer = &producer{topics: r.scene.topics}
 	r.mirror = newMirror(r.source, r.target, policy, syncsTopic)

@@ -51,7 +51,7 @@ func (c *committer) run(ctx context.Context, d time.Duration) error {
 				if c.spec.pace >= 1 {
 					read[tp] = float64(ends[tp])
 				} else {
-					read[tp] = min(read[tp]+c.spec.pace*t.rate*dt, float64(ends[tp]))
+					read[tp] = min(read[tp]+c.spec.pace*t.rateOf(tp.Partition)*dt, float64(ends[tp]))
 				}
 				next := int64(read[tp])
 				if next <= committed[tp] {

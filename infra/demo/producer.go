@@ -51,7 +51,7 @@ func (p *producer) run(ctx context.Context, source *cluster, d time.Duration) er
 		for _, t := range p.topics {
 			for part := range t.partitions {
 				tp := messages.TopicPartition{Topic: t.name, Partition: part}
-				for due := int64(t.rate * elapsed); written[tp] < due; written[tp]++ {
+				for due := int64(t.rateOf(part) * elapsed); written[tp] < due; written[tp]++ {
 					batch = append(batch, record(t, part, written[tp]))
 				}
 			}

@@ -26,6 +26,7 @@ type progressPrinter struct {
 	w      io.Writer
 	redraw bool
 	shown  int
+	legend bool // the legend was printed (plain mode prints it once)
 }
 
 func (p *progressPrinter) print(s snapshot) error {
@@ -37,13 +38,13 @@ func (p *progressPrinter) print(s snapshot) error {
 		if err := writeStatus(p.w, s); err != nil {
 			return err
 		}
-		return writeTable(p.w, s.rows)
+		return p.writeTable(s.rows)
 	}
 	if err := writeStatus(p.w, s); err != nil {
 		return err
 	}
 	if p.shown%plainTableEvery == plainTableEvery-1 {
-		return writeTable(p.w, s.rows)
+		return p.writeTable(s.rows)
 	}
 	return nil
 }
@@ -54,12 +55,12 @@ func writeStatus(w io.Writer, s snapshot) error {
 	return err
 }
 
-func writeTable(w io.Writer, rows []partitionRow) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+func (p *progressPrinter) writeTable(rows []partitionRow) error {
+	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tPARTITION\tSOURCE\t\tTARGET\tEXACT\tLAG\tRE-READ\tCHECKPOINTS")
 	for _, r := range rows {
 		exact := offsetText(r.exact)
-		if !r.exactKnown && r.committed >= 0 {
+		if r.exact >= 0 && !r.exactKnown {
 			exact = "≥" + exact
 		}
 		reread := "-"
@@ -72,7 +73,11 @@ func writeTable(w io.Writer, rows []partitionRow) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprint(w, tableLegend)
+	legend := "\n"
+	if p.redraw || !p.legend {
+		legend, p.legend = tableLegend, true
+	}
+	_, err := io.WriteString(p.w, legend)
 	return err
 }
 

@@ -25,7 +25,7 @@ const syncFlushInterval = 2 * time.Second
 type topicSpec struct {
 	name       string
 	partitions int32
-	rate       float64 // records per second per partition
+	rate       float64 // records per second on partition 0; each next partition gets a quarter more
 	// filterEvery makes every n-th record a test record that the mirror drops,
 	// as an SMT filter would (0: none). The holes are upstream gaps: they
 	// trigger syncs and make target offsets differ from source offsets.
@@ -64,6 +64,10 @@ func defaultScenario() scenario {
 		},
 	}
 }
+
+// rateOf is partition p's rate: partitions differ, so the table does not
+// show copies of the same numbers.
+func (t topicSpec) rateOf(p int32) float64 { return t.rate * (1 + float64(p)/4) }
 
 func (s scenario) topic(name string) (topicSpec, bool) {
 	for _, t := range s.topics {

@@ -28,7 +28,7 @@ type partitionRow struct {
 	end         int64 // the source partition's log end offset
 	committed   int64 // the group's committed offset on the source; -1 if none
 	target      int64 // the group's committed offset on the target; -1 if none
-	exact       int64 // where the group must resume on the target to miss nothing and repeat nothing
+	exact       int64 // where the group must resume on the target to miss nothing and repeat nothing; -1 if nothing committed
 	exactKnown  bool  // false: the mirror is behind and exact is a lower bound
 	checkpoints int
 }
@@ -69,7 +69,7 @@ func (r *rig) snapshot() (snapshot, error) {
 				ends[tp] = end
 			}
 			gp := groupPartition{g.name, tp}
-			row := partitionRow{groupPartition: gp, end: end, committed: -1, target: -1, checkpoints: r.checkpoints.emitted(gp)}
+			row := partitionRow{groupPartition: gp, end: end, committed: -1, target: -1, exact: -1, checkpoints: r.checkpoints.emitted(gp)}
 			if c, ok := r.commits.latest(gp); ok {
 				row.committed = c
 				row.exact, row.exactKnown = r.mirror.positions.targetPosition(tp, c)

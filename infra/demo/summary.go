@@ -34,7 +34,8 @@ type PartitionResult struct {
 	// TargetOffset is the group's committed offset on the target, -1 if none.
 	TargetOffset int64
 	// ExactTarget is the target offset of the first record the group has not
-	// read: resuming there would repeat nothing and miss nothing.
+	// read: resuming there would repeat nothing and miss nothing. -1 if the
+	// group committed nothing.
 	ExactTarget int64
 	Checkpoints int
 }
@@ -87,8 +88,13 @@ func (s *Summary) Print(w io.Writer) error {
 	tw.Flush()
 
 	b.WriteString("\n")
+	var reread int64
 	for _, g := range s.groups() {
 		fmt.Fprintf(&b, "%-10s %s\n", g.name+":", g.verdict())
+		reread += g.reread
+	}
+	if reread > 0 {
+		b.WriteString(rereadNote)
 	}
 	if len(s.Delays) > 0 {
 		d := slices.Sorted(slices.Values(s.Delays))
@@ -98,6 +104,13 @@ func (s *Summary) Print(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// rereadNote explains where re-reads come from.
+const rereadNote = `
+Re-reads are MM2's translation rules at work: a commit between two offset syncs translates to just
+after the earlier sync (the +1 rule), and a group far behind the end of the log only finds the older,
+exponentially spaced syncs MM2 keeps (64 per partition), so its target offset trails further.
+`
 
 // groupTotals adds up one group's partitions.
 type groupTotals struct {
