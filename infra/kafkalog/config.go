@@ -1,0 +1,114 @@
+package kafkalog
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// DefaultVersion is the protocol version used when the caller gives no sarama
+// config. sarama clamps every request to what the broker advertises, so a
+// recent version is safe against older brokers.
+var DefaultVersion = sarama.V4_1_0_0
+
+// Hooks observe a reader's progress. Every hook is optional. Hooks run on the
+// partition's delivery goroutine, so they must be quick.
+type Hooks struct {
+	// OnRecord is called once a record has been acked (or dropped by the
+	// filter), with the partition's high watermark as the consumer last saw
+	// it: the partition's lag is highWatermark-offset-1.
+	OnRecord func(topic string, partition int32, offset, highWatermark int64)
+}
+
+// ReaderConfig is what both readers share.
+type ReaderConfig struct {
+	// Brokers to bootstrap from. Required.
+	Brokers []string
+	// Sarama is the caller's client config. It is copied, never modified; the
+	// reader turns off topic auto-creation and sets what it needs to read
+	// from the oldest offset. Version must be at least V0_11 (headers,
+	// transactions). Nil means sarama's defaults with DefaultVersion.
+	Sarama *sarama.Config
+	// Cluster names the cluster in logs, e.g. "source".
+	Cluster string
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// ReadCommitted forces the read_committed isolation level (needed for
+	// __consumer_offsets, where aborted transactional commits must not
+	// count). False keeps the Sarama config's level.
+	ReadCommitted bool
+	// Filter, if set, drops the records it returns false for. They still
+	// count as read: they move the position towards CaughtUp.
+	Filter func(*sarama.ConsumerMessage) bool
+	Hooks  Hooks
+	// NackResendDelay is the pause before a nacked message is sent again.
+	// Default 100ms.
+	NackResendDelay time.Duration
+	// RetryBackoff is the first pause after a failure to reach the cluster,
+	// the topic or a partition; it doubles up to MaxRetryBackoff. Defaults
+	// 250ms and 10s.
+	RetryBackoff, MaxRetryBackoff time.Duration
+	// ProbeInterval is how long a partition that has not caught up may stay
+	// idle before the reader asks the broker whether anything deliverable is
+	// left below the end offset. A partition that ends in transaction markers
+	// or aborted records has no record at end-1 to deliver. Default 1s.
+	ProbeInterval time.Duration
+}
+
+func (c *ReaderConfig) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.NackResendDelay <= 0 {
+		c.NackResendDelay = 100 * time.Millisecond
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = 250 * time.Millisecond
+	}
+	if c.MaxRetryBackoff <= 0 {
+		c.MaxRetryBackoff = 10 * time.Second
+	}
+	c.MaxRetryBackoff = max(c.MaxRetryBackoff, c.RetryBackoff)
+	if c.ProbeInterval <= 0 {
+		c.ProbeInterval = time.Second
+	}
+}
+
+func (c *ReaderConfig) validate() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("no brokers")
+	}
+	if c.Sarama != nil && !c.Sarama.Version.IsAtLeast(sarama.V0_11_0_0) {
+		return fmt.Errorf("sarama Version %s is below 0.11.0.0, which headers and transactions need", c.Sarama.Version)
+	}
+	return nil
+}
+
+// saramaConfig copies the caller's config and sets what every reader relies
+// on. The copy is shallow; fields the readers change are values, and slices
+// they change are replaced, not modified.
+func (c *ReaderConfig) saramaConfig() *sarama.Config {
+	var cfg sarama.Config
+	if c.Sarama != nil {
+		cfg = *c.Sarama
+	} else {
+		cfg = *sarama.NewConfig()
+		cfg.Version = DefaultVersion
+	}
+	// A reader waits for a missing topic; it must never create one by asking.
+	cfg.Metadata.AllowAutoTopicCreation = false
+	cfg.Consumer.Return.Errors = true
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	if c.ReadCommitted {
+		cfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	}
+	return &cfg
+}
+
+// logger returns the config's logger with the cluster and topic attached.
+func (c *ReaderConfig) logger(topic string) *slog.Logger {
+	return c.Logger.With("cluster", c.Cluster, "topic", topic)
+}

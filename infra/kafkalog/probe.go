@@ -1,0 +1,131 @@
+package kafkalog
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/IBM/sarama"
+)
+
+// probeBytes bounds one probe fetch. Brokers return at least one whole batch
+// whatever the bound (KIP-74), so a large batch cannot stall a probe.
+const probeBytes = 1 << 20
+
+// tailProbe finds the first record a consumer would deliver in a range of a
+// partition. Transaction markers and aborted transactional records take
+// offsets but are never delivered, and sarama does not tell its caller when
+// it steps over them. So a partition that ends with a marker, as one written
+// by a transactional producer always does, has no record at end-1, and a
+// reader that waits for one never catches up.
+type tailProbe struct {
+	client sarama.Client
+}
+
+// firstDeliverable returns the offset of the first record in [from, limit)
+// that a consumer with the client's isolation level would deliver, or limit
+// if there is none. When it cannot tell (the broker has nothing past from
+// yet) it returns from.
+func (t tailProbe) firstDeliverable(topic string, partition int32, from, limit int64) (int64, error) {
+	cfg := t.client.Config()
+	for from < limit {
+		leader, err := t.client.Leader(topic, partition)
+		if err != nil {
+			return from, fmt.Errorf("leader of partition %d: %w", partition, err)
+		}
+		req := &sarama.FetchRequest{
+			Version:  fetchVersion(cfg.Version),
+			MaxBytes: probeBytes,
+		}
+		if req.Version >= 4 {
+			req.Isolation = cfg.Consumer.IsolationLevel
+		}
+		if req.Version >= 7 { // no fetch session
+			req.SessionID, req.SessionEpoch = 0, -1
+		}
+		req.AddBlock(topic, partition, from, probeBytes, -1)
+		resp, err := leader.Fetch(req)
+		if err != nil {
+			return from, fmt.Errorf("probe fetch of partition %d on broker %d: %w", partition, leader.ID(), err)
+		}
+		block := resp.GetBlock(topic, partition)
+		if block == nil {
+			return from, fmt.Errorf("probe fetch of partition %d: %w", partition, sarama.ErrIncompleteResponse)
+		}
+		if !errors.Is(block.Err, sarama.ErrNoError) {
+			if stale(block.Err) {
+				_ = t.client.RefreshMetadata(topic)
+			}
+			return from, fmt.Errorf("probe fetch of partition %d at offset %d: %w", partition, from, block.Err)
+		}
+		found, scanned := scanDeliverable(block, cfg.Consumer.IsolationLevel, from, limit)
+		if found >= 0 {
+			return found, nil
+		}
+		if scanned <= from {
+			return from, nil
+		}
+		from = scanned
+	}
+	return limit, nil
+}
+
+// scanDeliverable walks the batches of one fetch answer the way sarama's
+// consumer does and returns the first deliverable offset in [from, limit)
+// (-1 if none) and the offset after the last whole batch it looked at.
+func scanDeliverable(block *sarama.FetchResponseBlock, isolation sarama.IsolationLevel, from, limit int64) (found, scanned int64) {
+	aborts := slices.Clone(block.AbortedTransactions)
+	slices.SortFunc(aborts, func(a, b *sarama.AbortedTransaction) int {
+		return cmp.Compare(a.FirstOffset, b.FirstOffset)
+	})
+	aborted := make(map[int64]bool) // producers inside an aborted transaction
+	scanned = from
+
+	for _, recs := range block.RecordsSet {
+		if recs.RecordBatch == nil {
+			// Message format v0/v1 has no markers to step over: the
+			// consumer delivers what is there, so do not second-guess it.
+			return from, scanned
+		}
+		b := recs.RecordBatch
+		if b.PartialTrailingRecord || b.FirstOffset >= limit {
+			break
+		}
+		for len(aborts) > 0 && aborts[0].FirstOffset <= b.LastOffset() {
+			aborted[aborts[0].ProducerID] = true
+			aborts = aborts[1:]
+		}
+		switch {
+		case b.Control:
+			// A marker ends its producer's transaction, whichever way.
+			delete(aborted, b.ProducerID)
+		case isolation == sarama.ReadCommitted && b.IsTransactional && aborted[b.ProducerID]:
+		default:
+			for _, r := range b.Records {
+				if off := b.FirstOffset + r.OffsetDelta; off >= from && off < limit {
+					return off, scanned
+				}
+			}
+		}
+		scanned = max(scanned, b.LastOffset()+1)
+	}
+	return -1, scanned
+}
+
+// fetchVersion picks the Fetch request version for a protocol version, as
+// sarama's consumer does. sarama clamps it to what the broker supports.
+func fetchVersion(v sarama.KafkaVersion) int16 {
+	switch {
+	case v.IsAtLeast(sarama.V2_7_0_0):
+		return 12
+	case v.IsAtLeast(sarama.V2_3_0_0):
+		return 11
+	case v.IsAtLeast(sarama.V2_1_0_0):
+		return 10
+	case v.IsAtLeast(sarama.V1_1_0_0):
+		return 7
+	default:
+		return 5
+	}
+}

@@ -1,0 +1,40 @@
+package kafkalog
+
+import (
+	"context"
+
+	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/checkpointd/checkpointd/messages/envelope"
+)
+
+// recordMessage turns a consumed record into a Watermill message. Headers
+// become metadata under their own names, so W3C trace context (traceparent,
+// tracestate) reaches the handlers.
+func recordMessage(ctx context.Context, m *sarama.ConsumerMessage) *message.Message {
+	headers := make(map[string]string, len(m.Headers))
+	for _, h := range m.Headers {
+		if h != nil {
+			headers[string(h.Key)] = string(h.Value)
+		}
+	}
+	msg := envelope.FromRecord(envelope.Record{
+		Topic:     m.Topic,
+		Partition: m.Partition,
+		Offset:    m.Offset,
+		Timestamp: m.Timestamp,
+		Key:       m.Key,
+		Value:     m.Value,
+		Headers:   headers,
+	})
+	msg.SetContext(ctx)
+	return msg
+}
+
+// controlMessage makes a control message carrying ctx.
+func controlMessage(ctx context.Context, c envelope.Control, topic string, partition int32) *message.Message {
+	msg := envelope.NewControl(c, topic, partition)
+	msg.SetContext(ctx)
+	return msg
+}
