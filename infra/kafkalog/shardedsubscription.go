@@ -1,0 +1,211 @@
+package kafkalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/checkpointd/checkpointd/messages/envelope"
+)
+
+// shortSession is how long a group session must last for its end to count
+// as a normal rebalance rather than a failure to pace with backoff.
+const shortSession = 2 * time.Second
+
+// shardedSubscription is one ShardedReader.Subscribe: a member of the group
+// consuming one topic.
+type shardedSubscription struct {
+	cfg    *ShardedReaderConfig
+	sarama *sarama.Config
+	topic  string
+	out    chan<- *message.Message
+	log    *slog.Logger
+	client sarama.Client
+}
+
+func (s *shardedSubscription) run(ctx context.Context) {
+	s.client = connect(ctx, &s.cfg.ReaderConfig, s.sarama, s.log)
+	if s.client == nil {
+		return
+	}
+	defer s.client.Close()
+	if awaitTopic(ctx, &s.cfg.ReaderConfig, s.client, s.topic, s.log) == nil {
+		return
+	}
+	group, err := sarama.NewConsumerGroupFromClient(s.cfg.GroupID, s.client)
+	if err != nil {
+		s.log.Error("cannot make consumer group", "error", err)
+		return
+	}
+	defer func() {
+		if err := group.Close(); err != nil {
+			s.log.Warn("leaving consumer group", "error", err)
+		}
+	}()
+	go func() {
+		for err := range group.Errors() {
+			s.log.Warn("consumer group error", "error", err)
+		}
+	}()
+
+	// watermill#691: a subscriber that calls Consume again at once after it
+	// fails spins hot while a topic is gone or an ACL is missing.
+	bo := newBackoff(s.cfg.RetryBackoff, s.cfg.MaxRetryBackoff)
+	handler := claimHandler{s}
+	for {
+		began := time.Now()
+		err := group.Consume(ctx, []string{s.topic}, handler)
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err == nil && time.Since(began) >= shortSession:
+			bo.reset() // a rebalance: join again at once
+			continue
+		case err == nil:
+		case errors.Is(err, sarama.ErrUnknownTopicOrPartition):
+			if awaitTopic(ctx, &s.cfg.ReaderConfig, s.client, s.topic, s.log) == nil {
+				return
+			}
+		default:
+			s.log.Warn("consumer group session failed", "error", err)
+		}
+		if !bo.wait(ctx) {
+			return
+		}
+	}
+}
+
+// claimHandler is the sarama.ConsumerGroupHandler of a subscription.
+type claimHandler struct{ s *shardedSubscription }
+
+func (h claimHandler) Setup(sess sarama.ConsumerGroupSession) error {
+	h.s.log.Info("joined consumer group", "generation", sess.GenerationID(), "partitions", sess.Claims()[h.s.topic])
+	return nil
+}
+
+func (h claimHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+func (h claimHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	return h.s.consumeClaim(sess, claim)
+}
+
+// consumeClaim runs one claim: Assigned, the replay from the oldest offset,
+// CaughtUp, the tail, and Revoked when the claim ends.
+func (s *shardedSubscription) consumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	ctx := sess.Context()
+	p := claim.Partition()
+	log := s.log.With("partition", p, "generation", sess.GenerationID())
+	out := &partitionOut{out: s.out, nackDelay: s.cfg.NackResendDelay}
+
+	if err := out.deliver(ctx, controlMessage(ctx, envelope.Assigned, s.topic, p)); err != nil {
+		if out.inflight != nil { // the handler has it: it must hear of the end too
+			s.revoke(out, p, log)
+		}
+		return nil
+	}
+	defer s.revoke(out, p, log)
+	log.Debug("partition assigned")
+
+	start, end, ok := s.claimBounds(ctx, p, log)
+	if !ok {
+		return nil
+	}
+	began := time.Now()
+	r := &partitionReader{
+		topic:     s.topic,
+		partition: p,
+		cfg:       &s.cfg.ReaderConfig,
+		out:       out,
+		probe:     tailProbe{client: s.client},
+		log:       log,
+		next:      start,
+		end:       end,
+	}
+	r.onCaughtUp = func(ctx context.Context) error {
+		if err := out.deliver(ctx, controlMessage(ctx, envelope.CaughtUp, s.topic, p)); err != nil {
+			return err
+		}
+		log.Debug("partition caught up", "took", time.Since(began).Round(time.Millisecond))
+		return nil
+	}
+
+	if committed := claim.InitialOffset(); committed > start {
+		if err := s.backfill(ctx, r, committed, log); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err // ends the session; the next one replays again
+		}
+	}
+	if _, err := r.read(ctx, source{msgs: claim.Messages(), hwm: claim.HighWaterMarkOffset}, -1); err == nil && ctx.Err() == nil {
+		log.Warn("partition consumer stopped (offset out of range?); the group will assign the partition again")
+	}
+	return nil
+}
+
+// claimBounds returns the partition's oldest offset and the end offset the
+// replay must reach before CaughtUp, retrying until it has them or ctx ends.
+func (s *shardedSubscription) claimBounds(ctx context.Context, p int32, log *slog.Logger) (start, end int64, ok bool) {
+	bo := newBackoff(s.cfg.RetryBackoff, s.cfg.MaxRetryBackoff)
+	for {
+		starts, err := listOffsets(s.client, s.topic, []int32{p}, sarama.OffsetOldest)
+		if err == nil {
+			var ends map[int32]int64
+			if ends, err = listOffsets(s.client, s.topic, []int32{p}, sarama.OffsetNewest); err == nil {
+				return starts[p], ends[p], true
+			}
+		}
+		log.Warn("cannot list the partition's offsets", "error", err)
+		if !bo.wait(ctx) {
+			return 0, 0, false
+		}
+	}
+}
+
+// backfill delivers the records below the offset sarama starts the claim at.
+// sarama starts a claim at the group's committed offset; this reader never
+// commits, so one is there only if something else committed for the group.
+func (s *shardedSubscription) backfill(ctx context.Context, r *partitionReader, committed int64, log *slog.Logger) error {
+	log.Warn("the group has a committed offset, which this reader ignores: replaying from the oldest offset", "committed", committed)
+	consumer, err := sarama.NewConsumerFromClient(s.client)
+	if err != nil {
+		return fmt.Errorf("backfill consumer: %w", err)
+	}
+	defer consumer.Close()
+	pc, err := consumer.ConsumePartition(s.topic, r.partition, sarama.OffsetOldest)
+	if err != nil {
+		return fmt.Errorf("backfill partition %d: %w", r.partition, err)
+	}
+	defer pc.Close()
+	if _, err := r.read(ctx, source{msgs: pc.Messages(), errs: pc.Errors(), hwm: pc.HighWaterMarkOffset}, committed); err != nil {
+		return err
+	}
+	if r.next < committed {
+		return fmt.Errorf("backfill partition %d: consumer stopped at offset %d, before %d", r.partition, r.next, committed)
+	}
+	return nil
+}
+
+// revoke tells the handler the partition is gone and waits, up to
+// RevokeTimeout, for it to ack. It does so on Close too: a Watermill router
+// closes its subscribers while its handlers still read.
+func (s *shardedSubscription) revoke(out *partitionOut, p int32, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RevokeTimeout)
+	defer cancel()
+	// The record in flight, if any, first: Revoked must not overtake it.
+	if !out.settle(ctx) {
+		log.Warn("handler did not settle the last record in time; letting the partition go", "timeout", s.cfg.RevokeTimeout)
+		return
+	}
+	if err := out.deliver(ctx, controlMessage(ctx, envelope.Revoked, s.topic, p)); err != nil {
+		log.Warn("handler did not ack Revoked in time; letting the partition go", "timeout", s.cfg.RevokeTimeout, "error", err)
+		return
+	}
+	log.Debug("partition revoked")
+}
