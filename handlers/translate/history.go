@@ -56,6 +56,10 @@ type ref = uint8
 
 // with returns the history after the incoming sync x, following MM2's
 // updateSyncArray step by step (spec §4.3). The clearing cases are the caller's.
+//
+// MM2 copies the array and repairs the copy slot by slot. Here s holds the
+// repaired head of the copy; at and after slot c the copy still equals the
+// original, whose ref in slot i is h.slot[i]+1.
 func (h *history) with(x Sync) *history {
 	// up[r] is the upstream offset of ref r.
 	var up [slots + 1]int64
@@ -63,24 +67,19 @@ func (h *history) with(x Sync) *history {
 	for i, s := range h.syncs {
 		up[i+1] = s.Upstream
 	}
-	// orig is MM2's original array, s its mutable copy.
-	var orig, s [slots]ref
-	for i, k := range h.slot {
-		orig[i] = k + 1
-	}
-	s = orig
 
-	s[0] = 0
+	var s [slots]ref // s[0] = 0: the new sync goes first
 	replacement := ref(0)
-	r := 0 // cursor into orig: the next old sync considered for promotion
-	for c := 1; c < slots; c++ {
+	r := 0 // cursor into the original: the next old sync considered for promotion
+	c := 1
+	for ; c < slots; c++ {
 		p := c - 1
 		for {
-			o := orig[r]
+			o := h.slot[r] + 1
 			isRecent := recent(&up, s[p], o, p, c)
 			sepPrev := separated(&up, s[p], o, p)
-			sepNext := c+1 >= slots || separated(&up, o, s[c+1], c)
-			dup := r+1 < slots && orig[r+1] == o
+			sepNext := c+1 >= slots || separated(&up, o, h.slot[c+1]+1, c)
+			dup := r+1 < slots && h.slot[r+1]+1 == o
 			promote := isRecent && sepPrev && sepNext
 			if promote {
 				replacement = o
@@ -93,37 +92,48 @@ func (h *history) with(x Sync) *history {
 				break
 			}
 		}
-		if recent(&up, s[p], s[c], p, c) {
-			break // the rest of the array already satisfies invariant B
+		if recent(&up, s[p], h.slot[c]+1, p, c) {
+			break // the rest of the original already satisfies invariant B
 		}
 		s[c] = replacement
 	}
-	return h.build(x, &s)
+	return h.build(x, &s, c)
 }
 
-// build turns an array of refs into a compact history.
-func (h *history) build(x Sync, s *[slots]ref) *history {
+// build assembles the history whose slots hold s[:cut] followed by the
+// original from slot cut on.
+func (h *history) build(x Sync, s *[slots]ref, cut int) *history {
 	n := 1
-	for c := 1; c < slots; c++ {
+	for c := 1; c < cut; c++ {
 		if s[c] != s[c-1] {
 			n++
 		}
 	}
-	out := &history{syncs: make([]Sync, n)}
-	syncOf := func(r ref) Sync {
-		if r == 0 {
-			return x
+	tail := len(h.syncs) // first original sync that the tail adds
+	if cut < slots {
+		tail = int(h.slot[cut])
+		if s[cut-1] == h.slot[cut]+1 {
+			tail++ // the head's last run goes on into the tail
 		}
-		return h.syncs[r-1]
+		n += len(h.syncs) - tail
 	}
+
+	out := &history{syncs: make([]Sync, n)}
+	out.syncs[0] = x
 	k := 0
-	out.syncs[0] = syncOf(s[0])
-	for c := 1; c < slots; c++ {
+	for c := 1; c < cut; c++ {
 		if s[c] != s[c-1] {
 			k++
-			out.syncs[k] = syncOf(s[c])
+			out.syncs[k] = h.syncs[s[c]-1]
 		}
 		out.slot[c] = uint8(k)
+	}
+	if cut < slots {
+		copy(out.syncs[k+1:], h.syncs[tail:])
+		shift := uint8(k + 1 - tail) // modular: the tail may move either way
+		for c := cut; c < slots; c++ {
+			out.slot[c] = h.slot[c] + shift
+		}
 	}
 	return out
 }
