@@ -9,10 +9,10 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// DefaultVersion is the protocol version used when the caller gives no sarama
-// config. sarama clamps every request to what the broker advertises, so a
-// recent version is safe against older brokers.
-var DefaultVersion = sarama.V4_1_0_0
+// defaultVersion is the protocol version used when the caller gives no
+// sarama config. sarama clamps every request to what the broker advertises,
+// so a recent version is safe against older brokers.
+func defaultVersion() sarama.KafkaVersion { return sarama.V4_1_0_0 }
 
 // Hooks observe a reader's progress. Every hook is optional. Hooks run on the
 // partition's delivery goroutine, so they must be quick.
@@ -30,7 +30,7 @@ type ReaderConfig struct {
 	// Sarama is the caller's client config. It is copied, never modified; the
 	// reader turns off topic auto-creation and sets what it needs to read
 	// from the oldest offset. Version must be at least V0_11 (headers,
-	// transactions). Nil means sarama's defaults with DefaultVersion.
+	// transactions). Nil means sarama's defaults with Version V4_1_0_0.
 	Sarama *sarama.Config
 	// Cluster names the cluster in logs, e.g. "source".
 	Cluster string
@@ -96,7 +96,7 @@ func (c *ReaderConfig) saramaConfig() *sarama.Config {
 		cfg = *c.Sarama
 	} else {
 		cfg = *sarama.NewConfig()
-		cfg.Version = DefaultVersion
+		cfg.Version = defaultVersion()
 	}
 	// A reader waits for a missing topic; it must never create one by asking.
 	cfg.Metadata.AllowAutoTopicCreation = false

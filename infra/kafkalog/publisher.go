@@ -14,7 +14,7 @@ import (
 // NewCheckpointPublisher returns a watermill-kafka publisher that writes
 // checkpoint records with CheckpointMarshaler to partition 0, waiting for all
 // in-sync replicas. saramaCfg is copied, never modified (nil means sarama's
-// defaults with DefaultVersion). The producer is idempotent unless the broker
+// defaults with Version V4_1_0_0). The producer is idempotent unless the broker
 // refuses (brokers before 3.0 want the IDEMPOTENT_WRITE ACL; brokers before 0.11 cannot), in which
 // case it logs a warning and goes on without: a duplicate checkpoint has the
 // same key and value, and compaction keeps one. It never creates a topic by
@@ -53,7 +53,7 @@ func producerConfig(saramaCfg *sarama.Config) (*sarama.Config, error) {
 		cfg = *saramaCfg
 	} else {
 		cfg = *sarama.NewConfig()
-		cfg.Version = DefaultVersion
+		cfg.Version = defaultVersion()
 	}
 	if !cfg.Version.IsAtLeast(sarama.V0_11_0_0) {
 		return nil, fmt.Errorf("sarama Version %s is below 0.11.0.0, which record headers need", cfg.Version)
