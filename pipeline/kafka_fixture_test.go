@@ -151,6 +151,7 @@ func (f *fixture) checkRunning(t *testing.T) {
 type instance struct {
 	name    string
 	p       *pipeline.Pipeline
+	obs     *decisions
 	cancel  context.CancelFunc
 	done    chan error
 	stopped bool
@@ -198,12 +199,13 @@ func (f *fixture) start(t *testing.T, name string, cfg *config.Config) *instance
 	logger := testLogger(t, name)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	p, err := pipeline.New(ctx, cfg, pipeline.WithLogger(logger), pipeline.WithObserver(logObserver{logger}))
+	obs := &decisions{log: logger, last: make(map[groupPartition]string)}
+	p, err := pipeline.New(ctx, cfg, pipeline.WithLogger(logger), pipeline.WithObserver(obs))
 	if err != nil {
 		t.Fatalf("pipeline.New (%s): %v", name, err)
 	}
 	runCtx, stop := context.WithCancel(context.Background())
-	in := &instance{name: name, p: p, cancel: stop, done: make(chan error, 1)}
+	in := &instance{name: name, p: p, obs: obs, cancel: stop, done: make(chan error, 1)}
 	go func() { in.done <- p.Run(runCtx) }()
 	f.mu.Lock()
 	f.running[in] = struct{}{}
@@ -235,22 +237,62 @@ func (f *fixture) stop(t *testing.T, in *instance) {
 	}
 }
 
-// logObserver logs checkpointd's decisions, to explain a failure.
-type logObserver struct{ log *slog.Logger }
+// decisions records and logs checkpointd's decisions (pipeline.WithObserver):
+// what was emitted and the last outcome per (group, partition).
+type decisions struct {
+	log *slog.Logger
 
-func (o logObserver) CheckpointEmitted(cp messages.Checkpoint, committedAt time.Time) {
-	o.log.Info("observer: checkpoint emitted", "checkpoint", cp.String())
+	mu      sync.Mutex
+	emitted []messages.Checkpoint
+	last    map[groupPartition]string // "emitted" or the skip reason
 }
 
-func (o logObserver) CheckpointSkipped(group string, tp messages.TopicPartition, reason string) {
-	o.log.Info("observer: checkpoint skipped", "group", group, "partition", tp.String(), "reason", reason)
+type groupPartition struct {
+	group     string
+	partition int32
 }
 
-func (o logObserver) RecordMalformed(topic string, partition int32, offset int64, err error) {
-	o.log.Warn("observer: malformed record", "topic", topic, "partition", partition, "offset", offset, "error", err)
+func (d *decisions) CheckpointEmitted(cp messages.Checkpoint, committedAt time.Time) {
+	d.log.Info("observer: checkpoint emitted", "checkpoint", cp.String())
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.emitted = append(d.emitted, cp)
+	d.last[groupPartition{cp.Group, cp.Partition}] = "emitted"
 }
 
-func (o logObserver) GateOpened() { o.log.Info("observer: gate opened") }
+func (d *decisions) CheckpointSkipped(group string, tp messages.TopicPartition, reason string) {
+	d.log.Info("observer: checkpoint skipped", "group", group, "partition", tp.String(), "reason", reason)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.last[groupPartition{group, tp.Partition}] = reason
+}
+
+func (d *decisions) RecordMalformed(topic string, partition int32, offset int64, err error) {
+	d.log.Warn("observer: malformed record", "topic", topic, "partition", partition, "offset", offset, "error", err)
+}
+
+func (d *decisions) GateOpened() { d.log.Info("observer: gate opened") }
+
+// outcome is the last decision for (group, partition), if any was made.
+func (d *decisions) outcome(group string, partition int32) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, ok := d.last[groupPartition{group, partition}]
+	return r, ok
+}
+
+// emittedFor returns the checkpoints emitted for group.
+func (d *decisions) emittedFor(group string) []messages.Checkpoint {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []messages.Checkpoint
+	for _, cp := range d.emitted {
+		if cp.Group == group {
+			out = append(out, cp)
+		}
+	}
+	return out
+}
 
 // testLogger writes the instance's log into the test's log until the test
 // ends, at level info or $CHECKPOINTD_TEST_LOG_LEVEL.
@@ -433,11 +475,30 @@ func translate(syncs []messages.OffsetSync, g int64) translation {
 	return tr
 }
 
+// mm2Translation is what MM2's OffsetSyncStore answers for g after every
+// sync read (final), and the answers it gave after each prefix of them
+// (anyPrefix): a checkpoint decided while the syncs were still coming in
+// holds one of those.
+func mm2Translation(syncs []messages.OffsetSync, g int64) (final int64, ok bool, anyPrefix map[int64]bool) {
+	var st mm2Store
+	anyPrefix = make(map[int64]bool)
+	for _, s := range syncs {
+		st.apply(s.UpstreamOffset, s.DownstreamOffset)
+		if d, _ := st.translate(g); d >= 0 {
+			anyPrefix[d] = true
+		}
+	}
+	final, ok = st.translate(g)
+	return final, ok, anyPrefix
+}
+
 // settle produces nothing; it waits until MM2 mirrored every record of topic
 // and wrote the offset sync of the last record of every partition, and
-// returns the end offsets and the syncs. Commits made after this see a
-// complete sync history.
-func (f *fixture) settle(t *testing.T, key string) (ends map[int32]int64, syncs map[int32][]messages.OffsetSync) {
+// returns the end offsets and the syncs. With a running instance it also
+// waits until the instance's index holds the newest syncs, and checks that
+// the index keeps the same syncs as MM2's store would. Commits made after
+// this are translated with the complete sync history.
+func (f *fixture) settle(t *testing.T, key string, in *instance) (ends map[int32]int64, syncs map[int32][]messages.OffsetSync) {
 	t.Helper()
 	topic := f.topics[key]
 	f.mm2.WaitReplicated(t, topic)
@@ -458,6 +519,33 @@ func (f *fixture) settle(t *testing.T, key string) (ends map[int32]int64, syncs 
 		}
 		return nil
 	})
+	if in == nil {
+		return ends, syncs
+	}
+	index := in.p.Checkpointer().Index()
+	f.waitFor(t, waitTimeout, "checkpointd "+in.name+" to index the newest syncs of "+topic, func() error {
+		for p, ss := range syncs {
+			newest := ss[len(ss)-1]
+			got := index.Syncs(messages.TopicPartition{Topic: topic, Partition: p})
+			if len(got) == 0 || got[0].Upstream != newest.UpstreamOffset || got[0].Downstream != newest.DownstreamOffset {
+				return fmt.Errorf("partition %d: index holds %v, newest sync %v", p, got, newest)
+			}
+		}
+		return nil
+	})
+	for p, ss := range syncs {
+		var st mm2Store
+		for _, s := range ss {
+			st.apply(s.UpstreamOffset, s.DownstreamOffset)
+		}
+		var got []int64
+		for _, s := range index.Syncs(messages.TopicPartition{Topic: topic, Partition: p}) {
+			got = append(got, s.Upstream)
+		}
+		if want := st.stored(); !slices.Equal(got, want) {
+			t.Errorf("%s-%d: the index keeps syncs at upstream %v; MM2's store keeps %v for the syncs %v", topic, p, got, want, upstreams(ss))
+		}
+	}
 	return ends, syncs
 }
 
@@ -553,13 +641,19 @@ func (f *fixture) checkCheckpoints(t *testing.T, group, topic string, committed 
 		case cp.DownstreamOffset > tr.want:
 			t.Errorf("%s: downstream %d is above the translation %d (via %v): a consumer resuming there skips records", where, cp.DownstreamOffset, tr.want, tr.via)
 		}
+		if _, _, anyPrefix := mm2Translation(syncs[cp.Partition], cp.UpstreamOffset); !anyPrefix[cp.DownstreamOffset] {
+			t.Errorf("%s: MM2's store never translates upstream %d to %d, whatever part of the syncs it had read (it gives %v; syncs %v)",
+				where, cp.UpstreamOffset, cp.DownstreamOffset, slices.Sorted(maps.Keys(anyPrefix)), upstreams(syncs[cp.Partition]))
+		}
 	}
 }
 
 // waitCheckpoints waits until the latest checkpoint of group for every
-// partition in commits has the committed upstream offset and, where the
-// translation is exact (commit at or after the newest sync), the translated
-// downstream offset. It returns the latest checkpoints of those partitions.
+// partition in commits has the committed upstream offset and the downstream
+// offset MM2's store gives for every sync read (which, when the commit is at
+// or after the newest sync, is also the test's own translation). It returns
+// the latest checkpoints of those partitions. Callers commit after settle,
+// so checkpointd has the same syncs.
 func (f *fixture) waitCheckpoints(t *testing.T, group, topic string, commits map[int32]int64) map[int32]checkpointRecord {
 	t.Helper()
 	var out map[int32]checkpointRecord
@@ -577,6 +671,9 @@ func (f *fixture) waitCheckpoints(t *testing.T, group, topic string, commits map
 			}
 			if tr := translate(syncs[p], g); tr.exact && cp.DownstreamOffset != tr.want {
 				return fmt.Errorf("partition %d: latest checkpoint %v, want downstream %d (via %v)", p, cp.Checkpoint, tr.want, tr.via)
+			}
+			if want, _, _ := mm2Translation(syncs[p], g); cp.DownstreamOffset != want {
+				return fmt.Errorf("partition %d: latest checkpoint %v, want downstream %d as MM2's store gives for syncs %v", p, cp.Checkpoint, want, upstreams(syncs[p]))
 			}
 			out[p] = cp
 		}

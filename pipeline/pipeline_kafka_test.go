@@ -10,6 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/checkpointd/checkpointd/infra/adminpoll"
 	"github.com/checkpointd/checkpointd/infra/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
 )
@@ -94,7 +95,8 @@ func (f *fixture) testManagedConfig(t *testing.T) {
 	if got := in.p.Topics(); got.Checkpoints != f.bed.CheckpointsTopic() || got.OffsetSyncs != f.bed.OffsetSyncsTopic() || got.OffsetSyncsOnTarget {
 		t.Errorf("Topics() = %+v, want checkpoints %s and offset syncs %s on the source", got, f.bed.CheckpointsTopic(), f.bed.OffsetSyncsTopic())
 	}
-	f.commitAndVerify(t, "managed", kafkatest.UniqueName(t, "grp"))
+	t.Logf("checkpointd.commit.source=auto reads source commits from %q", in.p.Topics().CommitSource)
+	f.commitAndVerify(t, "managed", kafkatest.UniqueName(t, "grp"), in)
 	f.stop(t, in)
 }
 
@@ -103,13 +105,13 @@ func (f *fixture) testManagedConfig(t *testing.T) {
 // sync and at the end (per partition, cycling); checkpoints appear with MM2's
 // bytes and the test's own translation; the target group follows. Then the
 // group commits the end everywhere and everything follows again.
-func (f *fixture) commitAndVerify(t *testing.T, key, group string) {
+func (f *fixture) commitAndVerify(t *testing.T, key, group string, in *instance) {
 	topic := f.topics[key]
 	n := f.partitions[key]
 	for p := range n {
 		f.bed.Source.Produce(t, topic, p, 60)
 	}
-	ends, syncs := f.settle(t, key)
+	ends, syncs := f.settle(t, key, in)
 
 	kinds := []string{"at-sync", "between-syncs", "at-newest-sync", "end"}
 	commits := make(map[int32]int64)
@@ -208,10 +210,18 @@ func (f *fixture) testFailover(t *testing.T) {
 	group := kafkatest.UniqueName(t, "grp")
 	in := f.start(t, "failover", loadConfig(t, writeConfig(t, "checkpointd.yaml", f.props(t, []string{group}, ""))))
 
-	for p := range f.partitions[key] {
-		f.bed.Source.Produce(t, topic, p, perPartition)
+	// In rounds, as a steady producer would write: one burst of 500 would
+	// leave MM2 (10 sync sends in flight) with few syncs to translate by.
+	for range perPartition / 50 {
+		for p := range f.partitions[key] {
+			f.bed.Source.Produce(t, topic, p, 50)
+		}
+		f.mm2.WaitReplicated(t, topic)
 	}
-	f.settle(t, key)
+	_, syncs := f.settle(t, key, in)
+	for p, ss := range syncs {
+		t.Logf("partition %d: offset syncs at upstream %v", p, upstreams(ss))
+	}
 	all := f.bed.Source.ReadAll(t, topic)
 
 	// The source consumer: quota records per partition, marked and committed.
@@ -280,9 +290,8 @@ func (f *fixture) testFailover(t *testing.T) {
 	done := make(chan struct{})
 	var closeOnce sync.Once
 	dst := join(t, f.bed.Target, group, remote, sarama.OffsetNewest, func(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
-		cp := cps[c.Partition()]
-		if c.InitialOffset() > cp.DownstreamOffset {
-			t.Errorf("target consumer starts partition %d at %d, after the checkpoint's %d", c.Partition(), c.InitialOffset(), cp.DownstreamOffset)
+		if cp := cps[c.Partition()]; c.InitialOffset() != cp.DownstreamOffset {
+			t.Errorf("target consumer starts partition %d at %d, not at the synced checkpoint's %d", c.Partition(), c.InitialOffset(), cp.DownstreamOffset)
 		}
 		for {
 			select {
@@ -355,7 +364,7 @@ func (f *fixture) testActiveTargetGroup(t *testing.T) {
 	for p := range f.partitions[key] {
 		f.bed.Source.Produce(t, topic, p, 100)
 	}
-	f.settle(t, key)
+	f.settle(t, key, in)
 
 	// X has a live member on the target that never commits.
 	x := join(t, f.bed.Target, groupX, remote, sarama.OffsetOldest, func(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
@@ -435,7 +444,8 @@ func (f *fixture) requireActive(t *testing.T, group string) {
 // checkpointd runs; checkpointd is stopped right after a commit, the group
 // commits more, a new instance with the same config starts and a last step
 // follows. Downstream offsets never decrease, the last checkpoint is the
-// final commit's translation and the target group follows.
+// final commit's translation and the target group follows. A third instance
+// started with nothing new to checkpoint emits nothing.
 func (f *fixture) testRestart(t *testing.T) {
 	const key = "restart"
 	topic := f.topics[key]
@@ -445,11 +455,11 @@ func (f *fixture) testRestart(t *testing.T) {
 	prevEnds := make(map[int32]int64)
 
 	// step produces, waits for the syncs, commits a mid offset and the end.
-	step := func(n int) map[int32]int64 {
+	step := func(n int, in *instance) map[int32]int64 {
 		for p := range f.partitions[key] {
 			f.bed.Source.Produce(t, topic, p, 30)
 		}
-		ends, syncs := f.settle(t, key)
+		ends, syncs := f.settle(t, key, in)
 		mid := make(map[int32]int64)
 		for p, end := range ends {
 			mid[p] = midOffset(syncs[p], prevEnds[p], end)
@@ -462,13 +472,13 @@ func (f *fixture) testRestart(t *testing.T) {
 	}
 
 	a := f.start(t, "restart-a", loadConfig(t, cfgPath))
-	f.waitCheckpoints(t, group, topic, step(1))
-	step(2)
+	f.waitCheckpoints(t, group, topic, step(1, a))
+	step(2, a)
 	f.stop(t, a) // right after the commits: what was in flight is drained or redone
-	step(3)
+	step(3, nil)
 	b := f.start(t, "restart-b", loadConfig(t, cfgPath))
 	f.waitCheckpoints(t, group, topic, prevEnds)
-	final := step(4)
+	final := step(4, b)
 	cps := f.waitCheckpoints(t, group, topic, final)
 	f.waitTargetFollows(t, group, cps)
 	f.checkCheckpoints(t, group, topic, history, "")
@@ -485,6 +495,22 @@ func (f *fixture) testRestart(t *testing.T) {
 	}
 	t.Logf("checkpoints of %s in order: %s", group, strings.Join(seq, " "))
 	f.stop(t, b)
+
+	// Nothing changed since b's last checkpoints: a third instance restores
+	// them from the topic and, having decided every partition, emits nothing.
+	c := f.start(t, "restart-c", loadConfig(t, cfgPath))
+	f.waitFor(t, waitTimeout, "restart-c to decide group "+group, func() error {
+		for p := range f.partitions[key] {
+			if _, ok := c.obs.outcome(group, p); !ok {
+				return fmt.Errorf("partition %d not decided yet", p)
+			}
+		}
+		return nil
+	})
+	if again := c.obs.emittedFor(group); len(again) > 0 {
+		t.Errorf("restart-c emitted %v although nothing changed since the last checkpoints %v: the previous checkpoints were not restored", again, last)
+	}
+	f.stop(t, c)
 }
 
 // midOffset is an offset in (from, end) between sync points: just past the
@@ -506,7 +532,11 @@ func (f *fixture) testCommitSource(mode string) func(*testing.T) {
 	return func(t *testing.T) {
 		group := kafkatest.UniqueName(t, "grp")
 		in := f.start(t, mode, loadConfig(t, writeConfig(t, "checkpointd.yaml", f.props(t, []string{group}, mode))))
-		f.commitAndVerify(t, mode, group)
+		want := map[string]string{"offsets-log": "__consumer_offsets", "admin-poll": adminpoll.Topic}[mode]
+		if got := in.p.Topics().CommitSource; got != want {
+			t.Errorf("Topics().CommitSource = %q with checkpointd.commit.source=%s, want %q", got, mode, want)
+		}
+		f.commitAndVerify(t, mode, group, in)
 		f.stop(t, in)
 	}
 }
