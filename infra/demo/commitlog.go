@@ -36,6 +36,17 @@ func (h *offsetHistory) add(gp groupPartition, offset int64, at time.Time) {
 	h.history[gp] = append(h.history[gp], offsetAt{offset, at})
 }
 
+// addChanged adds offset unless it is already gp's latest.
+func (h *offsetHistory) addChanged(gp groupPartition, offset int64, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	list := h.history[gp]
+	if len(list) > 0 && list[len(list)-1].offset == offset {
+		return
+	}
+	h.history[gp] = append(list, offsetAt{offset, at})
+}
+
 // latest is the last offset added for gp.
 func (h *offsetHistory) latest(gp groupPartition) (int64, bool) {
 	h.mu.Lock()

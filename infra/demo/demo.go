@@ -74,19 +74,35 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	defer r.target.close()
 
+	w, err := r.start(ctx, policy, opts)
+	if err != nil {
+		return nil, err
+	}
+	progressErr := r.showProgress(w.done(), opts)
+	final, snapErr := r.finalSnapshot()
+	workErr := w.stop()
+	if err := errors.Join(workErr, progressErr, snapErr); err != nil {
+		return nil, err
+	}
+	return r.summary(final, ctx.Err() != nil), nil
+}
+
+// start creates the topics and starts checkpointd, the mirror, the producer,
+// the groups and the readers of the target.
+func (r *rig) start(ctx context.Context, policy messages.ReplicationPolicy, opts Options) (*workers, error) {
 	syncsTopic := policy.OffsetSyncsTopic(targetAlias)
 	if err := r.createTopics(policy, syncsTopic); err != nil {
 		return nil, err
 	}
 	props := checkpointdProperties(r.source, r.target)
-	checkpointd, err := startCheckpointd(ctx, props, opts.Logger)
-	if err != nil {
-		return nil, err
-	}
 	if opts.Progress != nil {
 		if err := writeSetup(opts.Progress, r.scene, r.source, r.target, policy, props); err != nil {
 			return nil, fmt.Errorf("print setup: %w", err)
 		}
+	}
+	checkpointd, err := startCheckpointd(ctx, props, opts.Logger)
+	if err != nil {
+		return nil, err
 	}
 	r.producer = &producer{topics: r.scene.topics}
 	r.mirror = newMirror(r.source, r.target, policy, syncsTopic)
@@ -109,14 +125,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		c := &committer{spec: g, source: r.source, scene: r.scene, commits: r.commits}
 		w.start(func(ctx context.Context) error { return c.run(ctx, r.timeline.commitFor) })
 	}
-
-	progressErr := r.showProgress(w.done(), opts)
-	final, snapErr := r.finalSnapshot()
-	workErr := w.stop()
-	if err := errors.Join(workErr, progressErr, snapErr); err != nil {
-		return nil, err
-	}
-	return r.summary(final, ctx.Err() != nil), nil
+	return w, nil
 }
 
 // createTopics creates what MM2 and the producers would have: the source
@@ -180,46 +189,4 @@ func (r *rig) finalSnapshot() (snapshot, error) {
 		}
 	}
 	return r.snapshot()
-}
-
-func (r *rig) summary(s snapshot, interrupted bool) *Summary {
-	sum := &Summary{
-		Elapsed:     s.elapsed,
-		Interrupted: interrupted,
-		Produced:    s.produced,
-		Mirrored:    s.mirrored,
-		Filtered:    s.filtered,
-		OffsetSyncs: s.syncs,
-		Checkpoints: s.emitted,
-		Delays:      r.delays(),
-	}
-	for _, row := range s.rows {
-		sum.Partitions = append(sum.Partitions, PartitionResult{
-			Group:        row.group,
-			Partition:    row.tp.String(),
-			SourceOffset: row.committed,
-			TargetOffset: row.target,
-			ExactTarget:  row.exact,
-			Checkpoints:  row.checkpoints,
-		})
-	}
-	return sum
-}
-
-// delays times each change of a target group's offset back to the source
-// commit whose checkpoint first carried that offset.
-func (r *rig) delays() []time.Duration {
-	var out []time.Duration
-	for gp, seen := range r.watcher.seen.all() {
-		for _, t := range seen {
-			upstream, ok := r.checkpoints.upstreamOf(gp, t.offset)
-			if !ok {
-				continue
-			}
-			if committedAt, ok := r.commits.firstAt(gp, upstream); ok {
-				out = append(out, t.at.Sub(committedAt))
-			}
-		}
-	}
-	return out
 }

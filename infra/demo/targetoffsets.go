@@ -65,8 +65,5 @@ func (w *targetWatcher) poll(group string, now time.Time) error {
 
 func (w *targetWatcher) observe(group, remoteTopic string, partition int32, offset int64, now time.Time) {
 	gp := groupPartition{group, messages.TopicPartition{Topic: w.policy.UpstreamTopic(remoteTopic), Partition: partition}}
-	if last, ok := w.seen.latest(gp); ok && last == offset {
-		return
-	}
-	w.seen.add(gp, offset, now)
+	w.seen.addChanged(gp, offset, now)
 }
