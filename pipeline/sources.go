@@ -115,5 +115,10 @@ func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, gr
 		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger,
 			ReadCommitted: readCommitted},
 		GroupID: group,
+		// Cooperative: a member joining or leaving moves only the partitions
+		// that change owner, so the others need not replay theirs. Chosen
+		// before the first release because switching a live group later takes
+		// a two-step rolling change.
+		Rebalance: kafkalog.RebalanceCooperativeSticky,
 	})
 }
