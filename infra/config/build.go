@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"math"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -12,213 +14,376 @@ import (
 	"github.com/checkpointd/checkpointd/messages"
 )
 
-const checkpointConnectorClass = "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"
-
-// reader reads typed values from the properties, recording problems.
+// reader reads typed values, falling back to the key's default, and records a problem
+// naming the key, the value and what is allowed for every value it cannot use.
 type reader struct {
-	props map[string]string
-	skip  map[string]bool // keys already reported (placeholders)
-	rep   *Report
+	s    settings
+	skip map[string]bool // keys already reported
+	rep  *Report
 }
 
-func (r *reader) str(key, def string) string {
-	v, ok := r.props[key]
+// value returns the value of key as given, if it is set and not already reported.
+func (r *reader) value(key string) (string, bool) {
+	v, ok := r.s[key]
 	if !ok || r.skip[key] {
-		return def
+		return "", false
 	}
-	return strings.TrimSpace(v)
+	return v.value, true
 }
 
-func (r *reader) boolean(key string, def bool) bool {
-	v, ok := r.props[key]
-	if !ok || r.skip[key] {
-		return def
+// str returns the trimmed value of key, or its default.
+func (r *reader) str(key string) string {
+	if v, ok := r.value(key); ok {
+		return strings.TrimSpace(v)
 	}
-	switch strings.ToLower(strings.TrimSpace(v)) {
+	spec, _ := specOf(key)
+	return spec.def
+}
+
+// invalid reports an unusable value; a value that is an unfilled placeholder is named
+// as one.
+func (r *reader) invalid(key, value, format string, args ...any) {
+	r.skip[key] = true
+	want := fmt.Sprintf(format, args...)
+	if ph, ok := placeholderIn(value); ok {
+		r.rep.problem(key, "", "placeholder %s was not filled in (%s)", ph, want)
+		return
+	}
+	r.rep.problem(key, value, "%s", want)
+}
+
+func (r *reader) boolean(key string) bool {
+	v := r.str(key)
+	switch strings.ToLower(v) {
 	case "true":
 		return true
 	case "false":
 		return false
 	}
-	r.rep.problem("%s=%q: want true or false", key, v)
-	return def
+	r.invalid(key, v, "want true or false")
+	spec, _ := specOf(key)
+	return spec.def == "true"
 }
 
-func (r *reader) integer(key string, def, lo, hi int64) int64 {
-	v, ok := r.props[key]
-	if !ok || r.skip[key] {
-		return def
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+// integer reads a whole number from lo to hi; Java's int, long and short keys.
+func (r *reader) integer(key string, lo, hi int64, what string) int64 {
+	v := r.str(key)
+	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < lo || n > hi {
-		r.rep.problem("%s=%q: want a whole number from %d to %d", key, v, lo, hi)
-		return def
+		r.invalid(key, v, "want %s", what)
+		spec, _ := specOf(key)
+		n, _ = strconv.ParseInt(spec.def, 10, 64)
 	}
 	return n
 }
 
-func (r *reader) oneOf(key, def string, allowed ...string) string {
-	v := r.str(key, def)
+// oneOf reads one of the allowed words, ignoring case, and returns it as listed.
+func (r *reader) oneOf(key string, allowed ...string) string {
+	v := r.str(key)
 	for _, a := range allowed {
 		if strings.EqualFold(v, a) {
 			return a
 		}
 	}
-	r.rep.problem("%s=%q: want one of %s", key, v, strings.Join(allowed, ", "))
-	return def
+	r.invalid(key, v, "want one of %s", strings.Join(allowed, ", "))
+	spec, _ := specOf(key)
+	return spec.def
 }
 
-const maxSeconds = int64(365 * 24 * 3600)
+// maxSeconds keeps a number of seconds within time.Duration.
+const maxSeconds = int64(math.MaxInt64 / int64(time.Second))
 
-func build(props map[string]string, rep *Report) *Config {
-	r := &reader{props: props, skip: checkPlaceholders(props, rep), rep: rep}
-	checkKeys(props, rep)
-	c := &Config{Raw: props}
+func (r *reader) seconds(key string, lo int64, what string) time.Duration {
+	return time.Duration(r.integer(key, lo, maxSeconds, what)) * time.Second
+}
 
-	if cls := r.str("connector.class", checkpointConnectorClass); cls != checkpointConnectorClass && cls != "MirrorCheckpointConnector" {
-		rep.problem("connector.class=%q: checkpointd replaces %s only", cls, checkpointConnectorClass)
-	}
-	if !r.boolean("enabled", true) {
-		rep.problem("enabled=false: the connector is disabled, so there is nothing to run")
-	}
-	c.SourceAlias = r.str("source.cluster.alias", "")
-	if c.SourceAlias == "" && !r.skip["source.cluster.alias"] {
-		rep.problem("source.cluster.alias: required (no default, as in MM2)")
-	}
-	c.TargetAlias = r.str("target.cluster.alias", "target")
-	if c.TargetAlias == "" {
-		rep.problem("target.cluster.alias: must not be empty")
-	}
-	c.Source.BootstrapServers = r.servers("source")
-	c.Target.BootstrapServers = r.servers("target")
+func (r *reader) millis(key string, lo int64, what string) time.Duration {
+	return time.Duration(r.integer(key, lo, maxSeconds*1000, what)) * time.Millisecond
+}
 
-	c.Groups = r.str("groups", filter.DefaultGroups)
-	c.GroupsExclude = r.str("groups.exclude", filter.DefaultGroupsExclude)
-	c.Topics = r.str("topics", filter.DefaultTopics)
-	c.TopicsExclude = r.str("topics.exclude", filter.DefaultTopicsExclude)
-	for _, pair := range [][2]string{{"groups", "groups.exclude"}, {"topics", "topics.exclude"}} {
-		if _, err := filter.New(r.str(pair[0], ".*"), r.str(pair[1], "")); err != nil {
-			rep.problem("%s / %s: %v", pair[0], pair[1], err)
-		}
+// build reads and validates every setting into a Config.
+func build(s settings, rep *Report) *Config {
+	r := &reader{s: s, rep: rep, skip: checkFreeTextPlaceholders(s, kindOf, rep)}
+	checkKeys(s, rep)
+	c := &Config{Raw: s.values(), origins: map[string]string{}}
+	for k, v := range s {
+		c.origins[k] = v.origin
 	}
 
-	c.EmitCheckpoints = r.boolean("emit.checkpoints.enabled", true)
+	switch cls := r.str("connector.class"); cls {
+	case checkpointConnectorClass, "MirrorCheckpointConnector", "MirrorCheckpoint":
+	default:
+		r.invalid("connector.class", cls, "checkpointd replaces %s only", checkpointConnectorClass)
+	}
+	c.Name = cmpOr(r.str("name"), "checkpointd")
+	if !r.boolean("enabled") {
+		rep.problem("enabled", "false", "the connector is disabled, so there is nothing to run")
+	}
+	c.SourceAlias = r.alias("source.cluster.alias")
+	c.TargetAlias = r.alias("target.cluster.alias")
+	if c.SourceAlias != "" && c.SourceAlias == c.TargetAlias {
+		rep.warn("target.cluster.alias", c.TargetAlias, "same as source.cluster.alias: remote topics and loop-back topics cannot be told apart")
+	}
+
+	r.filters(c)
+
+	c.EmitCheckpoints = r.boolean("emit.checkpoints.enabled")
 	if !c.EmitCheckpoints {
-		rep.problem("emit.checkpoints.enabled=false: checkpointd's job is emitting checkpoints (MM2 3.9+ rejects this too)")
+		rep.problem("emit.checkpoints.enabled", "false", "checkpointd's job is emitting checkpoints (MM2 3.9+ rejects this too)")
 	}
-	c.EmitCheckpointsInterval = time.Duration(r.integer("emit.checkpoints.interval.seconds", 60, -1, maxSeconds)) * time.Second
-	if c.EmitCheckpointsInterval < 0 {
-		rep.problem("emit.checkpoints.interval.seconds=%s: a negative interval disables checkpoints in MM2; remove the key instead", props["emit.checkpoints.interval.seconds"])
+	if !r.boolean("emit.offset-syncs.enabled") {
+		rep.problem("emit.offset-syncs.enabled", "false", "checkpoints are translated from offset syncs, so they must be emitted (MM2 3.9+ rejects this too)")
 	}
-	c.SyncGroupOffsets = r.boolean("sync.group.offsets.enabled", false)
-	c.SyncGroupOffsetsInterval = time.Duration(r.integer("sync.group.offsets.interval.seconds", 60, -1, maxSeconds)) * time.Second
-	if c.SyncGroupOffsetsInterval < 0 {
+	c.EmitCheckpointsInterval = r.seconds("emit.checkpoints.interval.seconds", 0,
+		"a whole number of seconds, 0 or more (0 writes every change at once; MM2's negative values, which turn checkpoints off, are not accepted)")
+	c.SyncGroupOffsets = r.boolean("sync.group.offsets.enabled")
+	syncSeconds := r.integer("sync.group.offsets.interval.seconds", math.MinInt64, maxSeconds, "a whole number of seconds")
+	switch {
+	case syncSeconds < 0:
+		if c.SyncGroupOffsets {
+			rep.warn("sync.group.offsets.interval.seconds", strconv.FormatInt(syncSeconds, 10), "negative: target group offsets are not synced, as in MM2")
+		}
 		c.SyncGroupOffsets = false
-		rep.warn("sync.group.offsets.interval.seconds is negative: target group offsets are not synced (as in MM2)")
-	} else if c.SyncGroupOffsetsInterval == 0 {
-		rep.problem("sync.group.offsets.interval.seconds=0: want a positive number of seconds")
+	case syncSeconds == 0:
+		r.invalid("sync.group.offsets.interval.seconds", "0", "want a positive number of seconds, or a negative one to turn syncing off")
+		syncSeconds = 60
 	}
-	if !r.boolean("refresh.groups.enabled", true) {
-		rep.warn("refresh.groups.enabled=false: checkpointd sees groups from their commits, so this changes nothing")
+	c.SyncGroupOffsetsInterval = time.Duration(max(syncSeconds, 0)) * time.Second
+	c.RefreshGroups = r.boolean("refresh.groups.enabled")
+	refreshSeconds := r.integer("refresh.groups.interval.seconds", math.MinInt64, maxSeconds, "a whole number of seconds")
+	if refreshSeconds < 0 {
+		c.RefreshGroups = false
 	}
-	c.RefreshGroupsInterval = time.Duration(r.integer("refresh.groups.interval.seconds", 600, -1, maxSeconds)) * time.Second
+	c.RefreshGroupsInterval = time.Duration(max(refreshSeconds, 0)) * time.Second
 
-	c.OffsetSyncsTopicLocation = r.oneOf("offset-syncs.topic.location", "source", "source", "target")
-	c.CheckpointsTopicReplicationFactor = int16(r.integer("checkpoints.topic.replication.factor", 3, -1, 32767))
-	if c.CheckpointsTopicReplicationFactor == 0 {
-		rep.problem("checkpoints.topic.replication.factor=0: want a positive number, or -1 for the broker default")
+	if loc, ok := r.value("offset-syncs.topic.location"); ok && loc != "source" && loc != "target" {
+		// MM2's ValidString is exact: the words, not cluster aliases, in lower case.
+		r.invalid("offset-syncs.topic.location", loc, "want source or target (the words, not cluster aliases)")
 	}
+	c.OffsetSyncsTopicLocation = r.str("offset-syncs.topic.location")
+	rf := r.integer("checkpoints.topic.replication.factor", -1, math.MaxInt16, "-1 (the broker's default) or a replication factor from 1 to 32767")
+	if rf == 0 {
+		r.invalid("checkpoints.topic.replication.factor", "0", "want -1 (the broker's default) or a replication factor from 1 to 32767")
+		rf = 3
+	}
+	c.CheckpointsTopicReplicationFactor = int16(rf)
 	c.Policy = r.policy(c.SourceAlias)
-	c.TasksMax = int(r.integer("tasks.max", 1, 1, 1<<20))
-	c.ConsumerPollTimeout = time.Duration(r.integer("consumer.poll.timeout.ms", 1000, 1, maxSeconds*1000)) * time.Millisecond
-	c.AdminTimeout = time.Duration(r.integer("admin.timeout.ms", 60000, 1, maxSeconds*1000)) * time.Millisecond
+	if sep := c.separator(); sep != "" {
+		for _, a := range []struct{ key, alias string }{{"source.cluster.alias", c.SourceAlias}, {"target.cluster.alias", c.TargetAlias}} {
+			if strings.Contains(a.alias, sep) {
+				rep.warn(a.key, a.alias, "contains the replication separator %q: topics named after it cannot be traced back to their cluster", sep)
+			}
+		}
+	}
+	c.TasksMax = int(r.integer("tasks.max", 1, math.MaxInt32, "a whole number from 1 (it has no effect: instances share the work through Kafka's group coordinator)"))
+	c.ConsumerPollTimeout = r.millis("consumer.poll.timeout.ms", 0, "a whole number of milliseconds, 0 or more")
+	c.AdminTimeout = r.millis("admin.timeout.ms", 1, "a positive whole number of milliseconds")
+	for _, key := range []string{"group.filter.class", "topic.filter.class"} {
+		spec, _ := specOf(key)
+		if cls := r.str(key); cls != spec.def && cls != spec.def[strings.LastIndex(spec.def, ".")+1:] {
+			list := strings.TrimSuffix(key, ".filter.class") + "s"
+			r.invalid(key, cls, "checkpointd cannot load Java classes: use %s and %s.exclude, or swap the filter with the Go API in pipeline", list, list)
+		}
+	}
 
-	c.CommitSource = r.oneOf("checkpointd.commit.source", "auto", "auto", "offsets-log", "admin-poll")
-	c.AdminPollInterval = time.Duration(r.integer("checkpointd.admin.poll.interval.ms", 1000, 10, maxSeconds*1000)) * time.Millisecond
-	c.MetricsAddress = r.str("checkpointd.metrics.address", "127.0.0.1:9464")
-	c.LogFormat = r.oneOf("checkpointd.log.format", "text", "text", "json")
-	c.LogLevel = r.oneOf("checkpointd.log.level", "info", "debug", "info", "warn", "error")
-	c.InstanceID = r.str("checkpointd.instance.id", "")
-	c.GroupID = r.str("checkpointd.group.id", "checkpointd-"+c.SourceAlias+"-"+c.TargetAlias)
-	c.MetricsGroupLabels = r.boolean("checkpointd.metrics.group.labels", true)
-	c.KafkaVersion = sarama.V4_1_0_0
-	if v := r.str("checkpointd.kafka.version", ""); v != "" {
-		kv, err := sarama.ParseKafkaVersion(v)
-		if err != nil {
-			rep.problem("checkpointd.kafka.version=%q: %v", v, err)
-		} else {
-			c.KafkaVersion = kv
-		}
+	c.CommitSource = r.oneOf("checkpointd.commit.source", "auto", "offsets-log", "admin-poll")
+	c.AdminPollInterval = r.millis("checkpointd.admin.poll.interval.ms", 10, "a whole number of milliseconds, 10 or more")
+	c.MetricsAddress = r.address("checkpointd.metrics.address")
+	c.HealthAddress = c.MetricsAddress
+	if _, set := r.s["checkpointd.health.address"]; set {
+		c.HealthAddress = r.address("checkpointd.health.address")
 	}
-	// Client settings are checked by building every client config once.
-	for _, role := range allRoles {
-		if _, err := c.SaramaConfig(role); err != nil {
-			rep.problem("%v", err)
-			break
-		}
+	c.LogFormat = r.oneOf("checkpointd.log.format", "text", "json")
+	c.LogLevel = r.oneOf("checkpointd.log.level", "debug", "info", "warn", "error")
+	c.InstanceID = r.str("checkpointd.instance.id")
+	c.GroupID = r.str("checkpointd.group.id")
+	if _, set := r.s["checkpointd.group.id"]; !set {
+		c.GroupID = "checkpointd-" + c.SourceAlias + "-" + c.TargetAlias
+	} else if c.GroupID == "" {
+		r.invalid("checkpointd.group.id", "", "want a consumer group id")
 	}
+	c.MetricsGroupLabels = r.boolean("checkpointd.metrics.group.labels")
+	c.KafkaVersion = r.kafkaVersion("checkpointd.kafka.version")
+
+	c.buildClients(r)
 	return c
 }
 
-func (r *reader) servers(side string) []string {
-	key := side + ".cluster.bootstrap.servers"
-	v := r.str(key, "")
+// kindOf says how a key's value is checked for placeholders.
+func kindOf(key string) valueKind {
+	if spec, ok := specOf(key); ok {
+		return spec.kind
+	}
+	if _, name, ok := splitClientKey(key); ok {
+		if ck, known := clientKeys[name]; known {
+			return ck.kind
+		}
+	}
+	return freeText
+}
+
+func (r *reader) alias(key string) string {
+	v := r.str(key)
 	if v == "" {
-		if !r.skip[key] {
-			r.rep.problem("%s: required", key)
+		if _, set := r.s[key]; set || key == "source.cluster.alias" {
+			r.invalid(key, "", "required: the cluster alias used in topic names")
 		}
-		return nil
+		spec, _ := specOf(key)
+		return spec.def
 	}
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
+	return v
+}
+
+// filters validates the Java regex lists, each under its own key.
+func (r *reader) filters(c *Config) {
+	list := func(key string) string {
+		v := r.str(key)
+		if _, err := filter.ParseList(v); err != nil {
+			r.invalid(key, v, "%v", err)
+			spec, _ := specOf(key)
+			return spec.def
 		}
-		if _, port, ok := strings.Cut(s, ":"); !ok || port == "" {
-			r.rep.problem("%s=%q: %q is not host:port", key, v, s)
-			continue
-		}
-		out = append(out, s)
+		return v
 	}
-	return out
+	c.Groups, c.GroupsExclude = list("groups"), list("groups.exclude")
+	c.Topics, c.TopicsExclude = list("topics"), list("topics.exclude")
+	// Both lists parsed above, so New cannot fail here.
+	c.GroupFilter, _ = filter.New(c.Groups, c.GroupsExclude)
+	c.TopicFilter, _ = filter.New(c.Topics, c.TopicsExclude)
 }
 
 func (r *reader) policy(sourceAlias string) messages.ReplicationPolicy {
-	sep := r.str("replication.policy.separator", "")
-	internal := r.boolean("replication.policy.internal.topic.separator.enabled", true)
-	switch cls := r.str("replication.policy.class", "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"); cls {
-	case "org.apache.kafka.connect.mirror.DefaultReplicationPolicy", "DefaultReplicationPolicy":
-		return messages.DefaultReplicationPolicy{Separator: sep, InternalTopicSeparatorDisabled: !internal}
-	case "org.apache.kafka.connect.mirror.IdentityReplicationPolicy", "IdentityReplicationPolicy":
-		return messages.IdentityReplicationPolicy{SourceClusterAlias: sourceAlias,
-			DefaultReplicationPolicy: messages.DefaultReplicationPolicy{Separator: sep, InternalTopicSeparatorDisabled: !internal}}
-	default:
-		r.rep.problem("replication.policy.class=%q: want org.apache.kafka.connect.mirror.DefaultReplicationPolicy or IdentityReplicationPolicy", cls)
-		return messages.DefaultReplicationPolicy{}
+	var base messages.DefaultReplicationPolicy
+	if sep, ok := r.value("replication.policy.separator"); ok {
+		// Only an explicit separator counts, as in DefaultReplicationPolicy.configure.
+		if sep == "" {
+			r.invalid("replication.policy.separator", sep, "want a non-empty separator (an empty one would split topic names at every character)")
+		}
+		base.Separator = sep
+		base.InternalTopicSeparatorDisabled = !r.boolean("replication.policy.internal.topic.separator.enabled")
+	} else {
+		r.boolean("replication.policy.internal.topic.separator.enabled") // still validated
 	}
+	switch cls := r.str("replication.policy.class"); cls {
+	case defaultPolicyClass, "DefaultReplicationPolicy":
+		return base
+	case identityPolicyClass, "IdentityReplicationPolicy":
+		return messages.IdentityReplicationPolicy{DefaultReplicationPolicy: base, SourceClusterAlias: sourceAlias}
+	default:
+		r.invalid("replication.policy.class", cls, "want %s or %s (checkpointd cannot load Java classes)", defaultPolicyClass, identityPolicyClass)
+		return base
+	}
+}
+
+func (c *Config) separator() string {
+	switch p := c.Policy.(type) {
+	case messages.DefaultReplicationPolicy:
+		return cmpOr(p.Separator, messages.DefaultSeparator)
+	case messages.IdentityReplicationPolicy:
+		return "" // remote topics keep their names
+	}
+	return ""
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// address reads host:port for a server to listen on; empty turns the server off.
+func (r *reader) address(key string) string {
+	v := r.str(key)
+	if v == "" {
+		return ""
+	}
+	if _, port, err := net.SplitHostPort(v); err != nil || !isPort(port) {
+		r.invalid(key, v, "want host:port to listen on (for example 127.0.0.1:9464 or :9464), or empty to turn it off")
+		spec, _ := specOf(key)
+		return spec.def
+	}
+	return v
+}
+
+func isPort(s string) bool {
+	n, err := strconv.ParseUint(s, 10, 16)
+	return err == nil && (n > 0 || s == "0")
+}
+
+func (r *reader) kafkaVersion(key string) sarama.KafkaVersion {
+	v := r.str(key)
+	kv, err := sarama.ParseKafkaVersion(v)
+	switch {
+	case err != nil:
+		r.invalid(key, v, "want a Kafka version such as %s", defaultKafkaVersion)
+	case !kv.IsAtLeast(sarama.V2_4_0_0) || !sarama.MaxVersion.IsAtLeast(kv):
+		r.invalid(key, v, "want a Kafka version from 2.4.0 to %s", sarama.MaxVersion)
+	default:
+		return kv
+	}
+	return sarama.V4_1_0_0
 }
 
 // checkKeys warns about keys checkpointd ignores or does not know.
-func checkKeys(props map[string]string, rep *Report) {
-	for _, k := range sortedKeys(props) {
-		if use, ok := knownKeys[k]; ok {
-			if use == ignored {
-				rep.warn("%s: ignored (an MM2 setting that means nothing to checkpointd)", k)
-			}
-			continue
+func checkKeys(s settings, rep *Report) {
+	for _, k := range s.sortedKeys() {
+		n := len(rep.Warnings)
+		checkKey(k, rep)
+		// A key read from the environment is named by its variable too.
+		if origin := s[k].origin; len(rep.Warnings) > n && strings.HasPrefix(origin, "env ") {
+			rep.Warnings[n].Message += " (from " + strings.TrimPrefix(origin, "env ") + ")"
 		}
-		if p := clientPrefixOf(k); p != "" {
-			if _, ok := clientKeys[strings.TrimPrefix(k, p)]; !ok {
-				rep.warn("%s: Kafka client setting not supported by checkpointd; ignored", k)
-			}
-			continue
-		}
-		rep.warn("%s: unknown key; ignored", k)
 	}
 }
 
-// String summarises the flow for logs.
-func (c *Config) String() string {
-	return fmt.Sprintf("%s->%s", c.SourceAlias, c.TargetAlias)
+// checkKey warns about one key checkpointd does not read, saying why.
+func checkKey(k string, rep *Report) {
+	if _, ok := specOf(k); ok {
+		return
+	}
+	if why, ok := ignoredReason(k); ok {
+		rep.warn(k, "", "ignored by checkpointd: %s", why)
+		return
+	}
+	if repl, ok := removedKeys[k]; ok {
+		rep.warn(k, "", "ignored: removed in Kafka 4.0; use %s", repl)
+		return
+	}
+	if prefix, name, ok := splitClientKey(k); ok {
+		checkClientKey(k, prefix, name, rep)
+		return
+	}
+	if isConnectionKey(k) {
+		rep.warn(k, "", "ignored: MM2's clients take it from source.cluster.%[1]s and target.cluster.%[1]s, not from the connector level", k)
+		return
+	}
+	if hint := suggest(k); hint != "" {
+		rep.warn(k, "", "unknown key; ignored (did you mean %s?)", hint)
+		return
+	}
+	rep.warn(k, "", "unknown key; ignored")
+}
+
+func checkClientKey(key, prefix, name string, rep *Report) {
+	kind := clientKindOfPrefix(prefix)
+	ck, known := clientKeys[name]
+	switch {
+	case kind == "cluster" && !isConnectionKey(name):
+		side := strings.TrimSuffix(prefix, "cluster.")
+		rep.warn(key, "", "ignored: MM2 takes only bootstrap.servers, security.protocol, ssl.* and sasl.* from %scluster.*; set %sconsumer.%s (or producer., admin.) instead", side, side, name)
+	case known && kind != "cluster" && !strings.Contains(ck.kinds, kind[:1]):
+		rep.warn(key, "", "ignored: not a %s setting", kind)
+	case known:
+	case isUnsupportedClientKey(name):
+		rep.warn(key, "", "ignored: checkpointd's Kafka client (sarama) has no such setting")
+	default:
+		rep.warn(key, "", "ignored: not a Kafka client setting checkpointd knows")
+	}
+}
+
+// clientKindOfPrefix returns consumer, producer, admin or cluster.
+func clientKindOfPrefix(prefix string) string {
+	parts := strings.Split(strings.TrimSuffix(prefix, "."), ".")
+	return parts[len(parts)-1]
 }

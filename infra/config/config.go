@@ -1,197 +1,124 @@
-// Package config loads checkpointd's configuration: MirrorMaker 2's property
-// names as they are (YAML, JSON or .properties, or an MM2 driver file with one
-// flow), plus checkpointd's own keys under "checkpointd.", with environment
-// and --set overrides. Every problem is reported at once, naming the key, the
-// value and what is allowed.
 package config
 
 import (
 	"errors"
-	"fmt"
-	"regexp"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
 
+	"github.com/checkpointd/checkpointd/handlers/filter"
 	"github.com/checkpointd/checkpointd/messages"
 )
 
 // Config is the validated configuration of one source->target flow.
 type Config struct {
+	Name        string // name: appears in client ids, as in MM2
 	SourceAlias string
 	TargetAlias string
 	Source      ClusterConfig
 	Target      ClusterConfig
 
+	// The filter lists as configured, and the filters built from them.
 	Groups, GroupsExclude, Topics, TopicsExclude string
+	GroupFilter, TopicFilter                     *filter.Filter
 
-	EmitCheckpoints          bool
-	EmitCheckpointsInterval  time.Duration
-	SyncGroupOffsets         bool
+	EmitCheckpoints bool
+	// EmitCheckpointsInterval is the least time between two checkpoints of one
+	// (group, partition): a change is written at once unless one was written less than
+	// this long ago, in which case the newest change is written when the interval ends.
+	// Zero writes every change at once.
+	EmitCheckpointsInterval time.Duration
+	SyncGroupOffsets        bool
+	// SyncGroupOffsetsInterval is the least time between two commits into one target
+	// group, and how long a group that could not be written waits for the next try.
 	SyncGroupOffsetsInterval time.Duration
-	RefreshGroupsInterval    time.Duration
+	// RefreshGroups and RefreshGroupsInterval are accepted for MM2 compatibility:
+	// checkpointd learns of groups from their commits (or lists them on every admin poll).
+	RefreshGroups         bool
+	RefreshGroupsInterval time.Duration
 
 	OffsetSyncsTopicLocation          string // "source" or "target"
-	CheckpointsTopicReplicationFactor int16
+	CheckpointsTopicReplicationFactor int16  // -1: the broker's default
 	Policy                            messages.ReplicationPolicy
-	TasksMax                          int
+	TasksMax                          int // accepted; sharding is by Kafka's group coordinator
 	ConsumerPollTimeout               time.Duration
-	AdminTimeout                      time.Duration
+	AdminTimeout                      time.Duration // bounds start-up admin work and shutdown
 
 	// checkpointd's own settings.
 	CommitSource       string // auto | offsets-log | admin-poll
 	AdminPollInterval  time.Duration
-	MetricsAddress     string
+	MetricsAddress     string // "" disables the metrics server
+	HealthAddress      string // defaults to MetricsAddress: one server for both
 	LogFormat          string // text | json
-	LogLevel           string
+	LogLevel           string // debug | info | warn | error
 	InstanceID         string
 	GroupID            string // consumer group the instances share
 	MetricsGroupLabels bool
 	KafkaVersion       sarama.KafkaVersion
 
-	// Raw holds every property after overrides, as given.
+	// Raw holds every property after overrides (and, for an MM2 driver file, after
+	// mapping it onto connector keys), as given. It includes secrets: print Effective.
 	Raw map[string]string
+
+	origins map[string]string // where each Raw key came from
 }
 
 // ClusterConfig is one cluster's connection.
 type ClusterConfig struct {
 	BootstrapServers []string
+	// Consumer, Producer and Admin are the Kafka client properties of each client kind
+	// on this cluster, merged with MM2's precedence (see SaramaConfig). They include
+	// secrets.
+	Consumer, Producer, Admin map[string]string
 }
 
-// Report lists what Load found: warnings never stop start-up, problems do.
-type Report struct {
-	Warnings []string
-	Problems []string
-}
-
-// Err joins the problems into one error, or nil.
-func (r *Report) Err() error {
-	if len(r.Problems) == 0 {
-		return nil
-	}
-	return fmt.Errorf("invalid configuration:\n  %s", strings.Join(r.Problems, "\n  "))
-}
-
-func (r *Report) problem(format string, args ...any) {
-	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
-}
-
-func (r *Report) warn(format string, args ...any) {
-	r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
-}
-
-// EnvPrefix starts the environment variables that override properties:
-// CHECKPOINTD_SYNC_GROUP_OFFSETS_ENABLED=true sets sync.group.offsets.enabled.
+// EnvPrefix starts the environment variables that override properties: the rest of the
+// name is the key upper-cased with "." and "-" turned into "_", so
+// CHECKPOINTD_OFFSET_SYNCS_TOPIC_LOCATION=target sets offset-syncs.topic.location.
 const EnvPrefix = "CHECKPOINTD_"
 
-// Load reads path, applies the environment (entries "KEY=VALUE", e.g.
-// os.Environ()) and then sets ("key=value"), and validates the result.
-// Precedence: file < environment < --set. It returns the report even when it
-// returns an error, so every problem can be shown.
+// ErrNoConfig is returned by commands that need a config file and got none.
+var ErrNoConfig = errors.New("no configuration given")
+
+// Load reads the file at path (YAML, JSON, Java .properties or an MM2 driver file),
+// applies the environment (entries "KEY=VALUE", as os.Environ returns them) and then
+// sets ("key=value", from --set), and validates the result. Precedence: file <
+// environment < --set.
+//
+// The report lists every warning and problem found. When there are problems, Load
+// returns an *InvalidError along with a Config holding defaults in place of the invalid
+// values, so that the effective configuration can still be shown. A file that cannot be
+// read or parsed gives a nil Config.
 func Load(path string, sets []string, env []string) (*Config, *Report, error) {
 	props, err := readFile(path)
 	if err != nil {
 		return nil, &Report{}, err
 	}
-	return FromProperties(props, sets, env)
+	return load(props, "file", sets, env)
 }
 
 // FromProperties is Load for properties already in memory.
 func FromProperties(props map[string]string, sets []string, env []string) (*Config, *Report, error) {
+	return load(props, "properties", sets, env)
+}
+
+func load(props map[string]string, origin string, sets, env []string) (*Config, *Report, error) {
 	rep := &Report{}
-	if isDriverStyle(props) {
-		flat, ignored, err := fromDriverStyle(props)
+	s := newSettings(props, origin)
+	before, after := overrides(s, env, sets, rep)
+	s.apply(before)
+	if isDriverStyle(s) {
+		mapped, err := fromDriverStyle(s, rep)
 		if err != nil {
-			return nil, rep, err
+			rep.Problems = append(rep.Problems, Issue{Message: err.Error()})
+			return nil, rep, rep.Err()
 		}
-		for _, k := range ignored {
-			rep.warn("%s: ignored (an MM2 driver setting for workers or other flows)", k)
-		}
-		props = flat
-	} else {
-		props = clone(props)
+		s = mapped
 	}
-	applyEnv(props, env)
-	for _, s := range sets {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			rep.problem("--set %q: want key=value", s)
-			continue
-		}
-		props[strings.TrimSpace(k)] = v
-	}
-	cfg := build(props, rep)
-	if err := rep.Err(); err != nil {
-		return cfg, rep, err
-	}
-	return cfg, rep, nil
+	s.apply(after)
+	cfg := build(s, rep)
+	return cfg, rep, rep.Err()
 }
 
-func clone(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-// applyEnv maps CHECKPOINTD_A_B_C to the known key whose dots and dashes
-// became underscores (a.b-c), else to a.b.c.
-func applyEnv(props map[string]string, env []string) {
-	byEnvName := map[string]string{}
-	for k := range knownKeys {
-		byEnvName[envName(k)] = k
-	}
-	for _, kv := range env {
-		name, v, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, EnvPrefix) {
-			continue
-		}
-		key, known := byEnvName[name]
-		if !known {
-			key = strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, EnvPrefix), "_", "."))
-		}
-		props[key] = v
-	}
-}
-
-func envName(key string) string {
-	return EnvPrefix + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))
-}
-
-// placeholder matches values left as templates: ALL_CAPS_WITH_UNDERSCORES
-// tokens (as managed Connect services hand out) or ${...}.
-var placeholder = regexp.MustCompile(`^\$\{[^}]*\}$|^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$`)
-
-// placeholderOK lists keys whose legitimate values look like placeholders.
-var placeholderOK = map[string]bool{"security.protocol": true, "sasl.mechanism": true}
-
-func checkPlaceholders(props map[string]string, rep *Report) map[string]bool {
-	bad := map[string]bool{}
-	for _, k := range sortedKeys(props) {
-		v := strings.TrimSpace(props[k])
-		last := k[strings.LastIndex(k, ".")+1:]
-		if placeholderOK[k] || placeholderOK[strings.TrimPrefix(k, "source.cluster.")] || placeholderOK[strings.TrimPrefix(k, "target.cluster.")] || last == "protocol" || last == "mechanism" {
-			continue
-		}
-		if placeholder.MatchString(v) {
-			rep.problem("%s: placeholder %s was not filled in", k, v)
-			bad[k] = true
-		}
-	}
-	return bad
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// ErrNoConfig is returned by commands that need a config file and got none.
-var ErrNoConfig = errors.New("no configuration given")
+// String names the flow, for logs.
+func (c *Config) String() string { return c.SourceAlias + "->" + c.TargetAlias }

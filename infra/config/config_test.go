@@ -1,17 +1,19 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/checkpointd/checkpointd/messages"
 )
 
+// managedExample is the connector config managed Kafka Connect services hand out.
 const managedExample = `connector.class: "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"
 emit.checkpoints.interval.seconds: "CHECKPOINT_INTERVAL"
 groups: ".*"
@@ -25,6 +27,13 @@ target.cluster.bootstrap.servers: "TARGET_CLUSTER_BOOTSTRAP_ADDRESS"
 tasks.max: "3"
 `
 
+var managedPlaceholders = map[string]string{
+	"emit.checkpoints.interval.seconds":   "CHECKPOINT_INTERVAL",
+	"source.cluster.bootstrap.servers":    "SOURCE_CLUSTER_BOOTSTRAP_ADDRESS",
+	"sync.group.offsets.interval.seconds": "OFFSETS_SYNC_INTERVAL",
+	"target.cluster.bootstrap.servers":    "TARGET_CLUSTER_BOOTSTRAP_ADDRESS",
+}
+
 func filled(s string) string {
 	return strings.NewReplacer(
 		"CHECKPOINT_INTERVAL", "5",
@@ -32,6 +41,21 @@ func filled(s string) string {
 		"OFFSETS_SYNC_INTERVAL", "7",
 		"TARGET_CLUSTER_BOOTSTRAP_ADDRESS", "127.0.0.1:29092,127.0.0.1:29093",
 	).Replace(s)
+}
+
+// asJSON writes the managed example as the JSON object a Connect REST call would carry.
+func asJSON(t *testing.T, yamlText string) string {
+	t.Helper()
+	obj := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(yamlText), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		obj[k] = strings.Trim(v, `"`)
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -43,50 +67,87 @@ func writeFile(t *testing.T, name, content string) string {
 	return p
 }
 
-func TestManagedExampleLoadsFromYAMLAndJSON(t *testing.T) {
-	yamlPath := writeFile(t, "c.yaml", filled(managedExample))
-	var js strings.Builder
-	js.WriteString("{")
-	for i, line := range strings.Split(strings.TrimSpace(filled(managedExample)), "\n") {
-		k, v, _ := strings.Cut(line, ": ")
-		if i > 0 {
-			js.WriteString(",")
-		}
-		js.WriteString(`"` + k + `":` + v)
+func TestManagedExampleLoadsUnchanged(t *testing.T) {
+	files := map[string]string{
+		"connector.yaml": filled(managedExample),
+		"connector.json": asJSON(t, filled(managedExample)),
+		"connector.conf": filled(managedExample), // sniffed as YAML
 	}
-	js.WriteString("}")
-	jsonPath := writeFile(t, "c.json", js.String())
-	for _, path := range []string{yamlPath, jsonPath} {
-		cfg, rep, err := Load(path, nil, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", filepath.Base(path), err)
-		}
-		if len(rep.Warnings) != 0 {
-			t.Errorf("%s: unexpected warnings %v", filepath.Base(path), rep.Warnings)
-		}
-		if cfg.SourceAlias != "source" || cfg.TargetAlias != "target" || !cfg.SyncGroupOffsets ||
-			cfg.SyncGroupOffsetsInterval != 7*time.Second || cfg.EmitCheckpointsInterval != 5*time.Second ||
-			cfg.TasksMax != 3 || len(cfg.Target.BootstrapServers) != 2 || cfg.Source.BootstrapServers[0] != "127.0.0.1:19092" {
-			t.Fatalf("%s: wrong config %+v", filepath.Base(path), cfg)
-		}
-		if got := cfg.Policy.CheckpointsTopic(cfg.SourceAlias); got != "source.checkpoints.internal" {
-			t.Fatalf("checkpoints topic %q", got)
-		}
+	for name, content := range files {
+		t.Run(name, func(t *testing.T) {
+			cfg, rep, err := Load(writeFile(t, name, content), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Warnings) != 0 {
+				t.Errorf("warnings: %v", rep.Warnings)
+			}
+			if cfg.SourceAlias != "source" || cfg.TargetAlias != "target" || !cfg.SyncGroupOffsets ||
+				cfg.SyncGroupOffsetsInterval != 7*time.Second || cfg.EmitCheckpointsInterval != 5*time.Second ||
+				cfg.TasksMax != 3 || cfg.GroupsExclude != "console-consumer-.*,connect-.*,__.*" ||
+				!slices.Equal(cfg.Source.BootstrapServers, []string{"127.0.0.1:19092"}) ||
+				!slices.Equal(cfg.Target.BootstrapServers, []string{"127.0.0.1:29092", "127.0.0.1:29093"}) {
+				t.Fatalf("wrong config %+v", cfg)
+			}
+			if got := cfg.Policy.CheckpointsTopic(cfg.SourceAlias); got != "source.checkpoints.internal" {
+				t.Errorf("checkpoints topic %q", got)
+			}
+			if cfg.GroupFilter.Match("connect-mm2") || !cfg.GroupFilter.Match("orders-app") {
+				t.Error("group filter does not follow groups.exclude")
+			}
+		})
 	}
 }
 
 func TestUnfilledPlaceholdersAreNamed(t *testing.T) {
-	_, rep, err := Load(writeFile(t, "c.yaml", managedExample), nil, nil)
-	if err == nil {
-		t.Fatal("a file with placeholders loaded")
+	for name, content := range map[string]string{"c.yaml": managedExample, "c.json": asJSON(t, managedExample)} {
+		t.Run(name, func(t *testing.T) {
+			_, rep, err := Load(writeFile(t, name, content), nil, nil)
+			if !IsInvalid(err) {
+				t.Fatalf("err = %v, want an *InvalidError", err)
+			}
+			if len(rep.Problems) != len(managedPlaceholders) {
+				t.Errorf("want one problem per placeholder, got %v", rep.Problems)
+			}
+			for key, ph := range managedPlaceholders {
+				found := slices.ContainsFunc(rep.Problems, func(p Issue) bool {
+					return p.Key == key && strings.Contains(p.Message, "placeholder "+ph+" was not filled in")
+				})
+				if !found {
+					t.Errorf("placeholder %s of %s not reported: %v", ph, key, rep.Problems)
+				}
+			}
+		})
 	}
-	for _, ph := range []string{"CHECKPOINT_INTERVAL", "SOURCE_CLUSTER_BOOTSTRAP_ADDRESS", "OFFSETS_SYNC_INTERVAL", "TARGET_CLUSTER_BOOTSTRAP_ADDRESS"} {
-		if !strings.Contains(err.Error(), ph) {
-			t.Errorf("placeholder %s not reported: %v", ph, err)
+}
+
+func TestPlaceholdersElsewhere(t *testing.T) {
+	_, rep, err := FromProperties(with(
+		"source.cluster.sasl.jaas.config", "${file:/secrets.properties:jaas}",
+		"source.cluster.security.protocol", "SASL_SSL", // a valid value that merely looks like one
+		"source.cluster.sasl.mechanism", "PLAIN",
+		"target.cluster.security.protocol", "SECURITY_PROTOCOL",
+		"source.cluster.alias", "SOURCE_ALIAS",
+	), nil, nil)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	wantProblem := map[string]string{
+		"source.cluster.sasl.jaas.config":  "placeholder ${file:/secrets.properties:jaas}",
+		"target.cluster.security.protocol": "placeholder SECURITY_PROTOCOL",
+	}
+	for key, msg := range wantProblem {
+		if !slices.ContainsFunc(rep.Problems, func(p Issue) bool { return p.Key == key && strings.Contains(p.Message, msg) }) {
+			t.Errorf("no problem %q for %s: %v", msg, key, rep.Problems)
 		}
 	}
-	if len(rep.Problems) != 4 {
-		t.Errorf("want exactly the 4 placeholders reported, got %d: %v", len(rep.Problems), rep.Problems)
+	if slices.ContainsFunc(rep.Problems, func(p Issue) bool { return p.Key == "source.cluster.security.protocol" }) {
+		t.Errorf("SASL_SSL taken for a placeholder: %v", rep.Problems)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w Issue) bool {
+		return w.Key == "source.cluster.alias" && strings.Contains(w.Message, "SOURCE_ALIAS")
+	}) {
+		t.Errorf("free-text placeholder not warned about: %v", rep.Warnings)
 	}
 }
 
@@ -105,164 +166,395 @@ func with(kv ...string) map[string]string {
 	return m
 }
 
-func TestInvalidValuesNameKeyValueAndAllowed(t *testing.T) {
-	cases := []struct {
+func without(key string) map[string]string {
+	m := base()
+	delete(m, key)
+	return m
+}
+
+func TestDefaults(t *testing.T) {
+	cfg, rep, err := FromProperties(base(), nil, nil)
+	if err != nil || len(rep.Warnings) != 0 {
+		t.Fatalf("err %v, warnings %v", err, rep.Warnings)
+	}
+	want := Config{
+		Name: "checkpointd", EmitCheckpoints: true, EmitCheckpointsInterval: time.Minute,
+		SyncGroupOffsets: false, SyncGroupOffsetsInterval: time.Minute, RefreshGroups: true,
+		RefreshGroupsInterval: 10 * time.Minute, OffsetSyncsTopicLocation: "source",
+		CheckpointsTopicReplicationFactor: 3, TasksMax: 1, ConsumerPollTimeout: time.Second,
+		AdminTimeout: time.Minute, CommitSource: "auto", AdminPollInterval: time.Second,
+		MetricsAddress: "127.0.0.1:9464", HealthAddress: "127.0.0.1:9464", LogFormat: "text",
+		LogLevel: "info", GroupID: "checkpointd-A-B", MetricsGroupLabels: true,
+		Groups: ".*", GroupsExclude: "console-consumer-.*, connect-.*, __.*",
+		Topics: ".*", TopicsExclude: `mm2.*\.internal, .*\.replica, __.*`,
+	}
+	got := *cfg
+	got.Source, got.Target, got.Raw, got.origins, got.Policy, got.KafkaVersion = ClusterConfig{}, ClusterConfig{}, nil, nil, nil, want.KafkaVersion
+	got.GroupFilter, got.TopicFilter, got.SourceAlias, got.TargetAlias = nil, nil, "", ""
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("defaults\n got %+v\nwant %+v", got, want)
+	}
+	if cfg.KafkaVersion.String() != "4.1.0" {
+		t.Errorf("Kafka version %s", cfg.KafkaVersion)
+	}
+	if p, ok := cfg.Policy.(messages.DefaultReplicationPolicy); !ok || p != (messages.DefaultReplicationPolicy{}) {
+		t.Errorf("policy %#v", cfg.Policy)
+	}
+}
+
+func TestValidValues(t *testing.T) {
+	tests := []struct {
 		name  string
 		props map[string]string
-		want  []string
+		check func(*Config) bool
 	}{
-		{"bad bool", with("sync.group.offsets.enabled", "yes"), []string{"sync.group.offsets.enabled", `"yes"`, "true or false"}},
-		{"bad number", with("tasks.max", "0"), []string{"tasks.max", `"0"`, "from 1"}},
-		{"bad location", with("offset-syncs.topic.location", "A"), []string{"offset-syncs.topic.location", `"A"`, "source, target"}},
-		{"java-only regex", with("groups", "(?!tmp).*"), []string{"groups", "(?!tmp)"}},
-		{"missing alias", map[string]string{"source.cluster.bootstrap.servers": "a:1", "target.cluster.bootstrap.servers": "b:1"}, []string{"source.cluster.alias", "required"}},
-		{"no port", with("target.cluster.bootstrap.servers", "b"), []string{"target.cluster.bootstrap.servers", "host:port"}},
-		{"bad policy", with("replication.policy.class", "com.example.Mine"), []string{"replication.policy.class", "com.example.Mine"}},
-		{"bad security protocol", with("source.cluster.security.protocol", "TLS"), []string{"security.protocol", "TLS"}},
-		{"jks store", with("target.cluster.security.protocol", "SSL", "target.cluster.ssl.truststore.type", "JKS"), []string{"PEM"}},
-		{"unsupported sasl", with("source.cluster.security.protocol", "SASL_SSL", "source.cluster.sasl.mechanism", "GSSAPI"), []string{"sasl.mechanism", "GSSAPI"}},
-		{"wrong connector", with("connector.class", "org.apache.kafka.connect.mirror.MirrorSourceConnector"), []string{"connector.class", "MirrorSourceConnector"}},
+		{"identity policy", with("replication.policy.class", identityPolicyClass), func(c *Config) bool {
+			p, ok := c.Policy.(messages.IdentityReplicationPolicy)
+			return ok && p.SourceClusterAlias == "A" && c.Policy.FormatRemoteTopic("A", "orders") == "orders"
+		}},
+		{"separator", with("replication.policy.separator", "_"), func(c *Config) bool {
+			return c.Policy.OffsetSyncsTopic("B") == "mm2-offset-syncs_B_internal"
+		}},
+		{"separator, internal names dotted", with("replication.policy.separator", "_", "replication.policy.internal.topic.separator.enabled", "FALSE"), func(c *Config) bool {
+			return c.Policy.OffsetSyncsTopic("B") == "mm2-offset-syncs.B.internal" && c.Policy.FormatRemoteTopic("A", "t") == "A_t"
+		}},
+		{"internal flag alone changes nothing", with("replication.policy.internal.topic.separator.enabled", "false"), func(c *Config) bool {
+			return c.Policy.CheckpointsTopic("A") == "A.checkpoints.internal"
+		}},
+		{"negative sync interval turns sync off", with("sync.group.offsets.enabled", "true", "sync.group.offsets.interval.seconds", "-1"), func(c *Config) bool {
+			return !c.SyncGroupOffsets
+		}},
+		{"negative refresh interval turns refresh off", with("refresh.groups.interval.seconds", "-1"), func(c *Config) bool {
+			return !c.RefreshGroups
+		}},
+		{"zero emit interval", with("emit.checkpoints.interval.seconds", "0"), func(c *Config) bool { return c.EmitCheckpointsInterval == 0 }},
+		{"broker default replication factor", with("checkpoints.topic.replication.factor", "-1"), func(c *Config) bool {
+			return c.CheckpointsTopicReplicationFactor == -1
+		}},
+		{"trimmed numbers and booleans", with("tasks.max", " 4 ", "sync.group.offsets.enabled", " True "), func(c *Config) bool {
+			return c.TasksMax == 4 && c.SyncGroupOffsets
+		}},
+		{"simple connector class name", with("connector.class", "MirrorCheckpointConnector"), func(c *Config) bool { return true }},
+		{"health address of its own", with("checkpointd.health.address", ":8080"), func(c *Config) bool {
+			return c.HealthAddress == ":8080" && c.MetricsAddress == defaultMetricsAddress
+		}},
+		{"metrics off", with("checkpointd.metrics.address", ""), func(c *Config) bool { return c.MetricsAddress == "" && c.HealthAddress == "" }},
+		{"group id", with("checkpointd.group.id", "mine"), func(c *Config) bool { return c.GroupID == "mine" }},
+		{"older Kafka", with("checkpointd.kafka.version", "3.6.0"), func(c *Config) bool { return c.KafkaVersion.String() == "3.6.0" }},
+		{"log settings ignore case", with("checkpointd.log.level", "DEBUG", "checkpointd.log.format", "JSON"), func(c *Config) bool {
+			return c.LogLevel == "debug" && c.LogFormat == "json"
+		}},
+		{"IPv6 broker", with("source.cluster.bootstrap.servers", "[::1]:9092, b:9093"), func(c *Config) bool {
+			return slices.Equal(c.Source.BootstrapServers, []string{"[::1]:9092", "b:9093"})
+		}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := FromProperties(tc.props, nil, nil)
-			if err == nil {
-				t.Fatal("accepted")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, _, err := FromProperties(tt.props, nil, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
+			if !tt.check(cfg) {
+				t.Errorf("unexpected config %+v", cfg)
 			}
 		})
 	}
 }
 
-func TestAllProblemsReportedAtOnce(t *testing.T) {
-	_, rep, err := FromProperties(with("tasks.max", "x", "groups", `(a)\1`, "checkpointd.log.format", "xml"), nil, nil)
-	if err == nil || len(rep.Problems) != 3 {
-		t.Fatalf("want 3 problems, got %v", rep.Problems)
+func TestInvalidValuesNameKeyValueAndAllowed(t *testing.T) {
+	tests := []struct {
+		name  string
+		props map[string]string
+		key   string
+		want  []string // in the problem's text
+	}{
+		{"connector class", with("connector.class", "org.apache.kafka.connect.mirror.MirrorSourceConnector"), "connector.class", []string{"MirrorSourceConnector", "MirrorCheckpointConnector only"}},
+		{"disabled", with("enabled", "false"), "enabled", []string{"nothing to run"}},
+		{"enabled not a boolean", with("enabled", "yes"), "enabled", []string{`"yes"`, "true or false"}},
+		{"missing source alias", without("source.cluster.alias"), "source.cluster.alias", []string{"required"}},
+		{"empty target alias", with("target.cluster.alias", " "), "target.cluster.alias", []string{"required"}},
+		{"missing bootstrap", without("target.cluster.bootstrap.servers"), "target.cluster.bootstrap.servers", []string{"required"}},
+		{"no port", with("source.cluster.bootstrap.servers", "a"), "source.cluster.bootstrap.servers", []string{`"a"`, "host:port"}},
+		{"bad port", with("source.cluster.bootstrap.servers", "a:x"), "source.cluster.bootstrap.servers", []string{"host:port"}},
+		{"groups regex", with("groups", "(?!tmp).*"), "groups", []string{"(?!tmp)", "lookahead"}},
+		{"groups.exclude regex", with("groups.exclude", `a\1`), "groups.exclude", []string{"backreference"}},
+		{"topics regex", with("topics", "a*+"), "topics", []string{"possessive"}},
+		{"topics.exclude regex", with("topics.exclude", "(a"), "topics.exclude", []string{"unclosed group"}},
+		{"emit off", with("emit.checkpoints.enabled", "false"), "emit.checkpoints.enabled", []string{"emitting checkpoints"}},
+		{"emit bool", with("emit.checkpoints.enabled", "1"), "emit.checkpoints.enabled", []string{"true or false"}},
+		{"offset syncs off", with("emit.offset-syncs.enabled", "false"), "emit.offset-syncs.enabled", []string{"offset syncs"}},
+		{"negative emit interval", with("emit.checkpoints.interval.seconds", "-1"), "emit.checkpoints.interval.seconds", []string{`"-1"`, "0 or more"}},
+		{"emit interval not a number", with("emit.checkpoints.interval.seconds", "1m"), "emit.checkpoints.interval.seconds", []string{`"1m"`, "whole number of seconds"}},
+		{"emit interval overflows", with("emit.checkpoints.interval.seconds", "9999999999999"), "emit.checkpoints.interval.seconds", []string{"whole number"}},
+		{"sync bool", with("sync.group.offsets.enabled", "yes"), "sync.group.offsets.enabled", []string{`"yes"`, "true or false"}},
+		{"zero sync interval", with("sync.group.offsets.interval.seconds", "0"), "sync.group.offsets.interval.seconds", []string{"positive"}},
+		{"sync interval", with("sync.group.offsets.interval.seconds", "1.5"), "sync.group.offsets.interval.seconds", []string{"whole number"}},
+		{"refresh bool", with("refresh.groups.enabled", "no"), "refresh.groups.enabled", []string{"true or false"}},
+		{"refresh interval", with("refresh.groups.interval.seconds", "x"), "refresh.groups.interval.seconds", []string{"whole number"}},
+		{"location", with("offset-syncs.topic.location", "A"), "offset-syncs.topic.location", []string{`"A"`, "source or target"}},
+		{"location case", with("offset-syncs.topic.location", "Target"), "offset-syncs.topic.location", []string{"source or target"}},
+		{"replication factor zero", with("checkpoints.topic.replication.factor", "0"), "checkpoints.topic.replication.factor", []string{"-1"}},
+		{"replication factor too big", with("checkpoints.topic.replication.factor", "40000"), "checkpoints.topic.replication.factor", []string{"32767"}},
+		{"policy class", with("replication.policy.class", "com.example.Mine"), "replication.policy.class", []string{"com.example.Mine", "IdentityReplicationPolicy"}},
+		{"empty separator", with("replication.policy.separator", ""), "replication.policy.separator", []string{"non-empty"}},
+		{"internal separator flag", with("replication.policy.internal.topic.separator.enabled", "maybe"), "replication.policy.internal.topic.separator.enabled", []string{"true or false"}},
+		{"tasks.max", with("tasks.max", "0"), "tasks.max", []string{`"0"`, "from 1"}},
+		{"poll timeout", with("consumer.poll.timeout.ms", "-5"), "consumer.poll.timeout.ms", []string{"milliseconds"}},
+		{"admin timeout", with("admin.timeout.ms", "0"), "admin.timeout.ms", []string{"positive"}},
+		{"group filter class", with("group.filter.class", "com.example.Filter"), "group.filter.class", []string{"groups and groups.exclude"}},
+		{"topic filter class", with("topic.filter.class", "com.example.Filter"), "topic.filter.class", []string{"topics and topics.exclude"}},
+		{"commit source", with("checkpointd.commit.source", "poll"), "checkpointd.commit.source", []string{`"poll"`, "auto, offsets-log, admin-poll"}},
+		{"admin poll interval", with("checkpointd.admin.poll.interval.ms", "5"), "checkpointd.admin.poll.interval.ms", []string{"10 or more"}},
+		{"metrics address", with("checkpointd.metrics.address", "localhost"), "checkpointd.metrics.address", []string{"host:port"}},
+		{"health address", with("checkpointd.health.address", "x:y"), "checkpointd.health.address", []string{"host:port"}},
+		{"log format", with("checkpointd.log.format", "xml"), "checkpointd.log.format", []string{"text, json"}},
+		{"log level", with("checkpointd.log.level", "trace"), "checkpointd.log.level", []string{"debug, info, warn, error"}},
+		{"group id", with("checkpointd.group.id", ""), "checkpointd.group.id", []string{"consumer group"}},
+		{"group labels", with("checkpointd.metrics.group.labels", "on"), "checkpointd.metrics.group.labels", []string{"true or false"}},
+		{"kafka version", with("checkpointd.kafka.version", "four"), "checkpointd.kafka.version", []string{"Kafka version"}},
+		{"kafka version too old", with("checkpointd.kafka.version", "2.3.0"), "checkpointd.kafka.version", []string{"from 2.4.0"}},
+		{"security protocol", with("source.cluster.security.protocol", "TLS"), "source.cluster.security.protocol", []string{`"TLS"`, "PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"}},
+		{"jks truststore", with("target.cluster.security.protocol", "SSL", "target.cluster.ssl.truststore.type", "JKS"), "target.cluster.ssl.truststore.type", []string{"PEM", "keytool"}},
+		{"kerberos", with("source.cluster.security.protocol", "SASL_SSL", "source.cluster.sasl.mechanism", "GSSAPI"), "source.cluster.sasl.mechanism", []string{"GSSAPI", "not supported"}},
+		{"kerberos by default", with("source.cluster.security.protocol", "SASL_PLAINTEXT"), "source.cluster.security.protocol", []string{"Kafka's default mechanism"}},
+		{"oauth", with("source.cluster.security.protocol", "SASL_SSL", "source.cluster.sasl.mechanism", "OAUTHBEARER"), "source.cluster.sasl.mechanism", []string{"OAUTHBEARER is not supported"}},
+		{"request timeout", with("source.consumer.request.timeout.ms", "soon"), "source.consumer.request.timeout.ms", []string{`"soon"`, "milliseconds"}},
+		{"auto offset reset", with("source.consumer.auto.offset.reset", "none"), "source.consumer.auto.offset.reset", []string{"earliest or latest"}},
+		{"isolation level", with("consumer.isolation.level", "serializable"), "consumer.isolation.level", []string{"read_committed"}},
+		{"acks", with("target.producer.acks", "2"), "target.producer.acks", []string{"all, -1, 0, 1"}},
+		{"compression", with("producer.compression.type", "brotli"), "producer.compression.type", []string{"zstd"}},
+		{"admin api timeout", with("target.admin.default.api.timeout.ms", "0"), "target.admin.default.api.timeout.ms", []string{"1 or more"}},
+		{"role bootstrap", with("source.admin.bootstrap.servers", "nohost"), "source.admin.bootstrap.servers", []string{"host:port"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, rep, err := FromProperties(tt.props, nil, nil)
+			if !IsInvalid(err) {
+				t.Fatalf("err = %v, want an *InvalidError", err)
+			}
+			i := slices.IndexFunc(rep.Problems, func(p Issue) bool { return p.Key == tt.key })
+			if i < 0 {
+				t.Fatalf("no problem for %s: %v", tt.key, rep.Problems)
+			}
+			if len(rep.Problems) != 1 {
+				t.Errorf("want exactly one problem, got %v", rep.Problems)
+			}
+			text := rep.Problems[i].String()
+			for _, w := range tt.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("problem %q does not mention %q", text, w)
+				}
+			}
+			if !strings.Contains(err.Error(), text) {
+				t.Errorf("error %q does not carry the problem", err)
+			}
+		})
+	}
+}
+
+func TestEveryProblemReportedAtOnce(t *testing.T) {
+	props := with("tasks.max", "x", "groups", `(a)\1`, "checkpointd.log.format", "xml",
+		"source.cluster.security.protocol", "TLS", "target.cluster.bootstrap.servers", "nohost")
+	delete(props, "source.cluster.alias")
+	_, rep, err := FromProperties(props, []string{"broken"}, nil)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	var keys []string
+	for _, p := range rep.Problems {
+		keys = append(keys, p.Key)
+	}
+	slices.Sort(keys)
+	want := []string{"--set", "checkpointd.log.format", "groups", "source.cluster.alias", "source.cluster.security.protocol", "target.cluster.bootstrap.servers", "tasks.max"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("problems for %v, want %v: %v", keys, want, rep.Problems)
 	}
 }
 
 func TestOverridePrecedence(t *testing.T) {
-	props := with("groups", "file", "topics", "file", "offset-syncs.topic.location", "source")
-	env := []string{"CHECKPOINTD_GROUPS=env", "CHECKPOINTD_TOPICS=env", "CHECKPOINTD_OFFSET_SYNCS_TOPIC_LOCATION=target", "PATH=/bin"}
-	cfg, _, err := FromProperties(props, []string{"topics=set"}, env)
+	props := with("groups", "file", "topics", "file", "tasks.max", "2", "offset-syncs.topic.location", "source")
+	env := []string{
+		"CHECKPOINTD_GROUPS=env", "CHECKPOINTD_TOPICS=env", "CHECKPOINTD_OFFSET_SYNCS_TOPIC_LOCATION=target",
+		"CHECKPOINTD_SOURCE_CONSUMER_CLIENT_RACK=rack-1", "PATH=/bin", "CHECKPOINTD_=x",
+	}
+	cfg, rep, err := FromProperties(props, []string{"topics=set", "tasks.max = 5"}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Groups != "env" || cfg.Topics != "set" || cfg.OffsetSyncsTopicLocation != "target" {
-		t.Fatalf("groups %q topics %q location %q", cfg.Groups, cfg.Topics, cfg.OffsetSyncsTopicLocation)
+	if cfg.Groups != "env" || cfg.Topics != "set" || cfg.OffsetSyncsTopicLocation != "target" || cfg.TasksMax != 5 {
+		t.Fatalf("groups %q topics %q location %q tasks %d", cfg.Groups, cfg.Topics, cfg.OffsetSyncsTopicLocation, cfg.TasksMax)
 	}
-	if _, _, err := FromProperties(base(), []string{"novalue"}, nil); err == nil {
-		t.Fatal("--set without = accepted")
+	if cfg.Source.Consumer["client.rack"] != "rack-1" {
+		t.Errorf("env client property: %v", cfg.Source.Consumer)
+	}
+	if len(rep.Warnings) != 0 {
+		t.Errorf("warnings %v", rep.Warnings)
+	}
+	origins := map[string]string{}
+	for _, kv := range cfg.Effective() {
+		origins[kv.Key] = kv.Origin
+	}
+	for key, want := range map[string]string{
+		"groups": "env CHECKPOINTD_GROUPS", "topics": "--set", "tasks.max": "--set",
+		"source.cluster.alias": "properties", "emit.checkpoints.enabled": "default",
+	} {
+		if origins[key] != want {
+			t.Errorf("origin of %s = %q, want %q", key, origins[key], want)
+		}
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	for key, want := range map[string]string{
+		"offset-syncs.topic.location":            "CHECKPOINTD_OFFSET_SYNCS_TOPIC_LOCATION",
+		"checkpointd.admin.poll.interval.ms":     "CHECKPOINTD_CHECKPOINTD_ADMIN_POLL_INTERVAL_MS",
+		"source.cluster.ssl.truststore.location": "CHECKPOINTD_SOURCE_CLUSTER_SSL_TRUSTSTORE_LOCATION",
+	} {
+		if got := envName(key); got != want {
+			t.Errorf("envName(%q) = %q, want %q", key, got, want)
+		}
+	}
+	// No two keys checkpointd knows share a variable.
+	seen := map[string]string{}
+	for _, s := range connectorKeys {
+		if other, dup := seen[envName(s.name)]; dup {
+			t.Errorf("%s and %s share %s", s.name, other, envName(s.name))
+		}
+		seen[envName(s.name)] = s.name
 	}
 }
 
 func TestUnknownAndIgnoredKeysWarn(t *testing.T) {
-	_, rep, err := FromProperties(with("offset.lag.max", "10", "colour", "blue", "source.consumer.fetch.min.bytes", "1"), nil, nil)
+	cfg, rep, err := FromProperties(with(
+		"offset.lag.max", "10",
+		"colour", "blue",
+		"emit.checkpoint.interval.seconds", "5",
+		"checkpointd.metric.address", ":1",
+		"groups.blacklist", "x",
+		"transforms", "route",
+		"key.converter", "org.apache.kafka.connect.converters.ByteArrayConverter",
+		"security.protocol", "SSL",
+		"source.consumer.max.poll.records", "10",
+		"source.consumer.acks", "all",
+		"source.cluster.fetch.min.bytes", "1",
+		"target.admin.frobnicate", "1",
+	), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	joined := strings.Join(rep.Warnings, "\n")
-	for _, w := range []string{"offset.lag.max: ignored", "colour: unknown key", "source.consumer.fetch.min.bytes"} {
-		if !strings.Contains(joined, w) {
-			t.Errorf("no warning %q in %q", w, joined)
+	want := map[string]string{
+		"offset.lag.max":                   "ignored by checkpointd: MirrorSourceConnector's",
+		"colour":                           "unknown key",
+		"emit.checkpoint.interval.seconds": "did you mean emit.checkpoints.interval.seconds?",
+		"checkpointd.metric.address":       "did you mean checkpointd.metrics.address?",
+		"groups.blacklist":                 "use groups.exclude",
+		"transforms":                       "no single message transforms",
+		"key.converter":                    "ignored by checkpointd",
+		"security.protocol":                "source.cluster.security.protocol",
+		"source.consumer.max.poll.records": "sarama",
+		"source.consumer.acks":             "not a consumer setting",
+		"source.cluster.fetch.min.bytes":   "source.consumer.fetch.min.bytes",
+		"target.admin.frobnicate":          "not a Kafka client setting",
+	}
+	for key, msg := range want {
+		if !slices.ContainsFunc(rep.Warnings, func(w Issue) bool { return w.Key == key && strings.Contains(w.Message, msg) }) {
+			t.Errorf("no warning %q for %s in %v", msg, key, rep.Warnings)
+		}
+	}
+	if len(rep.Warnings) != len(want) {
+		t.Errorf("%d warnings, want %d: %v", len(rep.Warnings), len(want), rep.Warnings)
+	}
+	if cfg.Source.Consumer["fetch.min.bytes"] != "" {
+		t.Error("source.cluster.fetch.min.bytes reached the consumer")
+	}
+}
+
+func TestUnusedSecuritySettingsWarn(t *testing.T) {
+	_, rep, err := FromProperties(with("source.cluster.sasl.mechanism", "PLAIN", "target.cluster.ssl.truststore.location", "/x.pem"), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"source.cluster.sasl.mechanism", "target.cluster.ssl.truststore.location"} {
+		if !slices.ContainsFunc(rep.Warnings, func(w Issue) bool { return w.Key == key && strings.Contains(w.Message, "PLAINTEXT") }) {
+			t.Errorf("no warning for unused %s: %v", key, rep.Warnings)
 		}
 	}
 }
 
-func TestPropertiesAndDriverStyle(t *testing.T) {
-	plain := "# connector\nsource.cluster.alias = A\ntarget.cluster.alias: B\nsource.cluster.bootstrap.servers=a:1\ntarget.cluster.bootstrap.servers=b:1\ngroups=app-.*,\\\n  other\n"
-	cfg, _, err := Load(writeFile(t, "c.properties", plain), nil, nil)
-	if err != nil {
-		t.Fatal(err)
+func TestRedaction(t *testing.T) {
+	secrets := map[string]string{
+		"source.cluster.sasl.jaas.config":        `org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="hunter2";`,
+		"source.cluster.ssl.key.password":        "hunter2",
+		"target.cluster.ssl.truststore.password": "hunter2",
+		"target.cluster.ssl.keystore.key":        "-----BEGIN PRIVATE KEY-----hunter2",
+		"checkpointd.api.secret":                 "hunter2",
+		"source.admin.sasl.oauthbearer.token":    "hunter2",
 	}
-	if cfg.SourceAlias != "A" || cfg.TargetAlias != "B" || cfg.Groups != "app-.*,other" {
-		t.Fatalf("properties: %+v", cfg)
+	props := base()
+	for k, v := range secrets {
+		props[k] = v
 	}
-
-	driver := `clusters = us, eu
-us.bootstrap.servers = us1:9092
-eu.bootstrap.servers = eu1:9092
-us.security.protocol = SASL_PLAINTEXT
-us.sasl.mechanism = PLAIN
-us.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p\\\"w";
-us->eu.enabled = true
-eu->us.enabled = false
-groups = app-.*
-us->eu.sync.group.offsets.enabled = true
-eu.offset.flush.interval.ms = 1000
-`
-	cfg, rep, err := Load(writeFile(t, "mm2.properties", driver), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.SourceAlias != "us" || cfg.TargetAlias != "eu" || !cfg.SyncGroupOffsets || cfg.Groups != "app-.*" ||
-		cfg.Source.BootstrapServers[0] != "us1:9092" || cfg.Target.BootstrapServers[0] != "eu1:9092" {
-		t.Fatalf("driver: %+v", cfg)
-	}
-	if !strings.Contains(strings.Join(rep.Warnings, "\n"), "eu.offset.flush.interval.ms") {
-		t.Errorf("worker setting not reported as ignored: %v", rep.Warnings)
-	}
-	sc, err := cfg.SaramaConfig(SourceAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !sc.Net.SASL.Enable || sc.Net.SASL.User != "u" || sc.Net.SASL.Password != `p"w` || sc.Net.SASL.Mechanism != sarama.SASLTypePlaintext {
-		t.Fatalf("SASL from jaas config: %+v", sc.Net.SASL)
-	}
-	if cfg.Policy.CheckpointsTopic("us") != "us.checkpoints.internal" {
-		t.Fatal("policy")
-	}
-	two := strings.Replace(driver, "eu->us.enabled = false", "eu->us.enabled = true", 1)
-	if _, _, err := Load(writeFile(t, "two.properties", two), nil, nil); err == nil || !strings.Contains(err.Error(), "exactly one flow") {
-		t.Fatalf("two flows: %v", err)
-	}
-}
-
-func TestClientPrecedenceAndRedaction(t *testing.T) {
-	props := with(
-		"source.cluster.security.protocol", "SASL_PLAINTEXT",
-		"source.cluster.sasl.mechanism", "SCRAM-SHA-512",
-		"source.cluster.sasl.jaas.config", `org.apache.kafka.common.security.scram.ScramLoginModule required username="cluster" password="secret1";`,
-		"source.admin.sasl.jaas.config", `org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="secret2";`,
-		"source.cluster.fetch.max.bytes", "1", // not a connection key: dropped from cluster.*
-	)
-	cfg, _, err := FromProperties(props, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, _ := cfg.SaramaConfig(SourceAdmin)
-	consumer, _ := cfg.SaramaConfig(SourceConsumer)
-	if admin.Net.SASL.User != "admin" || consumer.Net.SASL.User != "cluster" || admin.Net.SASL.Mechanism != sarama.SASLTypeSCRAMSHA512 {
-		t.Fatalf("admin %q consumer %q", admin.Net.SASL.User, consumer.Net.SASL.User)
-	}
-	if admin.Net.SASL.SCRAMClientGeneratorFunc == nil {
-		t.Fatal("no SCRAM client")
-	}
+	props["tasks.max"] = "hunter2" // not secret: shown in its problem
+	cfg, rep, _ := FromProperties(props, nil, []string{"CHECKPOINTD_TARGET_CONSUMER_SSL_KEY_PASSWORD=hunter2"})
+	var printed strings.Builder
 	for _, kv := range cfg.Effective() {
-		if strings.Contains(kv.Value, "secret") {
-			t.Fatalf("secret printed: %s=%s", kv.Key, kv.Value)
+		if kv.Key != "tasks.max" {
+			printed.WriteString(kv.Key + "=" + kv.Value + "\n")
 		}
+		if _, secret := secrets[kv.Key]; secret && kv.Value != Redacted {
+			t.Errorf("%s printed as %q", kv.Key, kv.Value)
+		}
+	}
+	for _, i := range append(rep.Warnings, rep.Problems...) {
+		if i.Key != "tasks.max" {
+			printed.WriteString(i.String() + "\n")
+		}
+	}
+	if strings.Contains(printed.String(), "hunter2") {
+		t.Errorf("a secret was printed:\n%s", printed.String())
 	}
 }
 
-func TestDefaults(t *testing.T) {
+func TestEffectiveListsDefaultsAndDerivedValues(t *testing.T) {
 	cfg, _, err := FromProperties(base(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.SyncGroupOffsets || cfg.SyncGroupOffsetsInterval != time.Minute || cfg.CheckpointsTopicReplicationFactor != 3 ||
-		cfg.OffsetSyncsTopicLocation != "source" || cfg.CommitSource != "auto" || cfg.GroupID != "checkpointd-A-B" ||
-		cfg.GroupsExclude != "console-consumer-.*, connect-.*, __.*" {
-		t.Fatalf("defaults: %+v", cfg)
+	got := map[string]KeyValue{}
+	var keys []string
+	for _, kv := range cfg.Effective() {
+		got[kv.Key] = kv
+		keys = append(keys, kv.Key)
 	}
-	if _, ok := cfg.Policy.(messages.DefaultReplicationPolicy); !ok {
-		t.Fatalf("policy %T", cfg.Policy)
+	if !slices.IsSorted(keys) {
+		t.Error("not sorted")
 	}
-	if cfg.Policy.OffsetSyncsTopic("B") != "mm2-offset-syncs.B.internal" {
-		t.Fatal("offset syncs topic")
+	for _, s := range connectorKeys {
+		if _, ok := got[s.name]; !ok {
+			t.Errorf("%s missing", s.name)
+		}
+	}
+	if got["checkpointd.group.id"].Value != "checkpointd-A-B" || got["checkpointd.health.address"].Value != defaultMetricsAddress ||
+		got["sync.group.offsets.enabled"] != (KeyValue{"sync.group.offsets.enabled", "false", "default"}) {
+		t.Errorf("effective: %v", got)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	if _, _, err := Load(filepath.Join(t.TempDir(), "missing.yaml"), nil, nil); err == nil || IsInvalid(err) {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, _, err := Load(writeFile(t, "bad.json", `{"a": {"b": 1}}`), nil, nil); err == nil || !strings.Contains(err.Error(), `"a"`) {
+		t.Errorf("nested JSON: %v", err)
+	}
+}
+
+func TestUnknownEnvironmentVariableIsNamed(t *testing.T) {
+	_, rep, err := FromProperties(base(), nil, []string{"CHECKPOINTD_COLOUR_SCHEME=blue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Warnings) != 1 || rep.Warnings[0].Key != "colour.scheme" || !strings.Contains(rep.Warnings[0].Message, "from CHECKPOINTD_COLOUR_SCHEME") {
+		t.Errorf("warnings %v", rep.Warnings)
 	}
 }

@@ -1,109 +1,200 @@
 package config
 
 import (
+	"slices"
 	"strings"
+
+	"github.com/checkpointd/checkpointd/handlers/filter"
 )
 
-// keyUse says what checkpointd does with a known key.
-type keyUse int
+// valueKind says how a key's value is read; it also decides whether a value that looks
+// like an unfilled placeholder is an error (typed values) or only suspicious (free text).
+type valueKind int
 
 const (
-	used    keyUse = iota // read and validated
-	ignored               // MM2 key that means nothing here; warned about
+	freeText  valueKind = iota // names, aliases, regex lists, separators
+	typed                      // numbers, booleans, enumerations, addresses
+	className                  // a Java class name
 )
 
-// knownKeys are the connector-level keys checkpointd understands. Client
-// settings under the source./target. prefixes are checked separately.
-var knownKeys = map[string]keyUse{
-	"connector.class":                      used,
-	"name":                                 used,
-	"enabled":                              used,
-	"source.cluster.alias":                 used,
-	"target.cluster.alias":                 used,
-	"groups":                               used,
-	"groups.exclude":                       used,
-	"topics":                               used,
-	"topics.exclude":                       used,
-	"emit.checkpoints.enabled":             used,
-	"emit.checkpoints.interval.seconds":    used,
-	"sync.group.offsets.enabled":           used,
-	"sync.group.offsets.interval.seconds":  used,
-	"refresh.groups.enabled":               used,
-	"refresh.groups.interval.seconds":      used,
-	"offset-syncs.topic.location":          used,
-	"checkpoints.topic.replication.factor": used,
-	"replication.policy.class":             used,
-	"replication.policy.separator":         used,
-	"replication.policy.internal.topic.separator.enabled": used,
-	"tasks.max":                used,
-	"consumer.poll.timeout.ms": used,
-	"admin.timeout.ms":         used,
-
-	"checkpointd.commit.source":          used,
-	"checkpointd.admin.poll.interval.ms": used,
-	"checkpointd.metrics.address":        used,
-	"checkpointd.health.address":         used,
-	"checkpointd.log.format":             used,
-	"checkpointd.log.level":              used,
-	"checkpointd.instance.id":            used,
-	"checkpointd.group.id":               used,
-	"checkpointd.metrics.group.labels":   used,
-	"checkpointd.kafka.version":          used,
-
-	// Keys of MM2's other connectors and of Connect: accepted, ignored.
-	"tasks.max.enforce":                     ignored,
-	"key.converter":                         ignored,
-	"value.converter":                       ignored,
-	"header.converter":                      ignored,
-	"emit.heartbeats.enabled":               ignored,
-	"emit.heartbeats.interval.seconds":      ignored,
-	"heartbeats.topic.replication.factor":   ignored,
-	"offset-syncs.topic.replication.factor": ignored,
-	"emit.offset-syncs.enabled":             ignored,
-	"offset.lag.max":                        ignored,
-	"sync.topic.configs.enabled":            ignored,
-	"sync.topic.configs.interval.seconds":   ignored,
-	"sync.topic.acls.enabled":               ignored,
-	"sync.topic.acls.interval.seconds":      ignored,
-	"refresh.topics.enabled":                ignored,
-	"refresh.topics.interval.seconds":       ignored,
-	"replication.factor":                    ignored,
-	"config.properties.exclude":             ignored,
-	"group.filter.class":                    ignored,
-	"topic.filter.class":                    ignored,
-	"config.property.filter.class":          ignored,
-	"forwarding.admin.class":                ignored,
-	"metric.reporters":                      ignored,
-	"offset.storage.replication.factor":     ignored,
-	"config.storage.replication.factor":     ignored,
-	"status.storage.replication.factor":     ignored,
-	"dedicated.mode.enable.internal.rest":   ignored,
-	"exactly.once.source.support":           ignored,
-	"use.incremental.alter.configs":         ignored,
+// keySpec describes one connector-level key checkpointd reads.
+type keySpec struct {
+	name string
+	def  string // the default as a property value; "" for none
+	kind valueKind
 }
 
-// clientPrefixes are where Kafka client settings live, per MM2 (spec §1.2).
-var clientPrefixes = []string{
-	"source.cluster.", "target.cluster.",
-	"source.consumer.", "target.consumer.",
-	"source.admin.", "target.admin.",
-	"source.producer.", "target.producer.",
-	"consumer.", "admin.", "producer.",
+const (
+	checkpointConnectorClass = "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"
+	defaultPolicyClass       = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
+	identityPolicyClass      = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+	defaultMetricsAddress    = "127.0.0.1:9464"
+	defaultKafkaVersion      = "4.1.0"
+)
+
+// connectorKeys are the keys of MirrorCheckpointConnector (spec §1.1) and checkpointd's
+// own, with MM2's defaults. Defaults that depend on other keys (checkpointd.group.id,
+// checkpointd.health.address) are filled in by build.
+var connectorKeys = []keySpec{
+	{"connector.class", checkpointConnectorClass, className},
+	{"name", "checkpointd", freeText},
+	{"enabled", "true", typed},
+	{"source.cluster.alias", "", freeText},
+	{"target.cluster.alias", "target", freeText},
+	{"source.cluster.bootstrap.servers", "", typed},
+	{"target.cluster.bootstrap.servers", "", typed},
+	{"groups", filter.DefaultGroups, freeText},
+	{"groups.exclude", filter.DefaultGroupsExclude, freeText},
+	{"topics", filter.DefaultTopics, freeText},
+	{"topics.exclude", filter.DefaultTopicsExclude, freeText},
+	{"emit.checkpoints.enabled", "true", typed},
+	{"emit.checkpoints.interval.seconds", "60", typed},
+	{"sync.group.offsets.enabled", "false", typed},
+	{"sync.group.offsets.interval.seconds", "60", typed},
+	{"refresh.groups.enabled", "true", typed},
+	{"refresh.groups.interval.seconds", "600", typed},
+	{"offset-syncs.topic.location", "source", typed},
+	{"checkpoints.topic.replication.factor", "3", typed},
+	{"replication.policy.class", defaultPolicyClass, className},
+	{"replication.policy.separator", ".", freeText},
+	{"replication.policy.internal.topic.separator.enabled", "true", typed},
+	{"tasks.max", "1", typed},
+	{"consumer.poll.timeout.ms", "1000", typed},
+	{"admin.timeout.ms", "60000", typed},
+	{"emit.offset-syncs.enabled", "true", typed},
+	{"group.filter.class", "org.apache.kafka.connect.mirror.DefaultGroupFilter", className},
+	{"topic.filter.class", "org.apache.kafka.connect.mirror.DefaultTopicFilter", className},
+
+	{"checkpointd.commit.source", "auto", typed},
+	{"checkpointd.admin.poll.interval.ms", "1000", typed},
+	{"checkpointd.metrics.address", defaultMetricsAddress, typed},
+	{"checkpointd.health.address", "", typed},
+	{"checkpointd.log.format", "text", typed},
+	{"checkpointd.log.level", "info", typed},
+	{"checkpointd.instance.id", "", freeText},
+	{"checkpointd.group.id", "", freeText},
+	{"checkpointd.metrics.group.labels", "true", typed},
+	{"checkpointd.kafka.version", defaultKafkaVersion, typed},
 }
 
-func clientPrefixOf(k string) string {
-	for _, p := range clientPrefixes {
-		if strings.HasPrefix(k, p) {
-			return p
+func specOf(key string) (keySpec, bool) {
+	i := slices.IndexFunc(connectorKeys, func(s keySpec) bool { return s.name == key })
+	if i < 0 {
+		return keySpec{}, false
+	}
+	return connectorKeys[i], true
+}
+
+// ignoredKeys are keys of MM2's other connectors, its driver and Kafka Connect that a
+// shared configuration carries; checkpointd accepts them and says it ignores them.
+var ignoredKeys = map[string]string{
+	"tasks.max.enforce":                     "a Connect setting",
+	"key.converter":                         "checkpointd writes MM2's bytes as they are",
+	"value.converter":                       "checkpointd writes MM2's bytes as they are",
+	"header.converter":                      "checkpoint records carry no headers",
+	"emit.heartbeats.enabled":               "MirrorHeartbeatConnector's",
+	"emit.heartbeats.interval.seconds":      "MirrorHeartbeatConnector's",
+	"heartbeats.topic.replication.factor":   "MirrorHeartbeatConnector's",
+	"offset-syncs.topic.replication.factor": "MirrorSourceConnector's",
+	"offset.lag.max":                        "MirrorSourceConnector's",
+	"sync.topic.configs.enabled":            "MirrorSourceConnector's",
+	"sync.topic.configs.interval.seconds":   "MirrorSourceConnector's",
+	"sync.topic.acls.enabled":               "MirrorSourceConnector's",
+	"sync.topic.acls.interval.seconds":      "MirrorSourceConnector's",
+	"refresh.topics.enabled":                "MirrorSourceConnector's",
+	"refresh.topics.interval.seconds":       "MirrorSourceConnector's",
+	"replication.factor":                    "MirrorSourceConnector's",
+	"config.properties.exclude":             "MirrorSourceConnector's",
+	"config.property.filter.class":          "MirrorSourceConnector's",
+	"use.incremental.alter.configs":         "MirrorSourceConnector's",
+	"forwarding.admin.class":                "checkpointd cannot load Java classes; its admin calls go to the cluster directly",
+	"metric.reporters":                      "checkpointd exports Prometheus metrics",
+	"offset.storage.replication.factor":     "an MM2 driver (Connect worker) setting",
+	"config.storage.replication.factor":     "an MM2 driver (Connect worker) setting",
+	"status.storage.replication.factor":     "an MM2 driver (Connect worker) setting",
+	"offset.flush.interval.ms":              "an MM2 driver (Connect worker) setting",
+	"dedicated.mode.enable.internal.rest":   "an MM2 driver setting",
+	"exactly.once.source.support":           "a Connect worker setting",
+	"exactly.once.support":                  "a Connect setting",
+	"transaction.boundary":                  "a Connect setting",
+	"task.assigned.groups":                  "set by MM2 for its tasks",
+	"task.index":                            "set by MM2 for its tasks",
+	"config.action.reload":                  "a Connect setting",
+}
+
+// ignoredPrefixes are families of keys accepted and ignored, with the reason.
+var ignoredPrefixes = []struct{ prefix, why string }{
+	{"transforms", "checkpointd applies no single message transforms"},
+	{"predicates", "checkpointd applies no single message transforms"},
+	{"errors.", "a Connect error-handling setting"},
+	{"config.providers", "checkpointd does not run config providers: put the value itself in the file, the environment or --set"},
+	{"emit.heartbeats.", "MirrorHeartbeatConnector's"},
+	{"sync.topic.", "MirrorSourceConnector's"},
+	{"offset.storage.", "an MM2 driver (Connect worker) setting"},
+	{"config.storage.", "an MM2 driver (Connect worker) setting"},
+	{"status.storage.", "an MM2 driver (Connect worker) setting"},
+}
+
+// removedKeys were aliases MM2 dropped in Kafka 4.0; naming the replacement helps more
+// than calling them unknown.
+var removedKeys = map[string]string{
+	"groups.blacklist": "groups.exclude",
+	"topics.blacklist": "topics.exclude",
+	"topics.whitelist": "topics",
+	"groups.whitelist": "groups",
+}
+
+func ignoredReason(key string) (string, bool) {
+	if why, ok := ignoredKeys[key]; ok {
+		return why, true
+	}
+	for _, p := range ignoredPrefixes {
+		if strings.HasPrefix(key, p.prefix) {
+			return p.why, true
 		}
 	}
-	return ""
+	return "", false
 }
 
-// isSecret reports keys whose values must never be printed or logged.
-func isSecret(k string) bool {
-	k = strings.ToLower(k)
+// isSecret reports keys whose values are never printed: passwords, secrets, tokens,
+// JAAS configurations and private key material.
+func isSecret(key string) bool {
+	k := strings.ToLower(key)
 	return strings.Contains(k, "password") || strings.Contains(k, "secret") || strings.Contains(k, "token") ||
-		strings.HasSuffix(k, "sasl.jaas.config") || strings.HasSuffix(k, "ssl.keystore.key") ||
-		strings.HasSuffix(k, ".key") && strings.Contains(k, "ssl")
+		strings.HasSuffix(k, "sasl.jaas.config") || strings.HasSuffix(k, ".key") || strings.HasSuffix(k, "credentials")
+}
+
+// Redacted is printed instead of a secret's value.
+const Redacted = "[redacted]"
+
+// suggest returns the known key closest to an unknown one, for typos, or "".
+func suggest(key string) string {
+	best, bestDist := "", 3
+	for _, s := range connectorKeys {
+		if d := editDistance(key, s.name); d < bestDist {
+			best, bestDist = s.name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -1,257 +1,288 @@
 package config
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"os"
-	"regexp"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/xdg-go/scram"
 )
 
-// Role is one Kafka client checkpointd makes.
-type Role int
-
-const (
-	SourceConsumer Role = iota
-	SourceAdmin
-	SourceProducer
-	TargetConsumer
-	TargetAdmin
-	TargetProducer
-)
-
-var allRoles = []Role{SourceConsumer, SourceAdmin, SourceProducer, TargetConsumer, TargetAdmin, TargetProducer}
-
-func (r Role) side() string {
-	if r <= SourceProducer {
-		return "source"
-	}
-	return "target"
+// clientError is an unusable client property, named by the key it was given under.
+type clientError struct {
+	key, value, msg string
 }
 
-func (r Role) kind() string {
-	switch r {
-	case SourceConsumer, TargetConsumer:
-		return "consumer"
-	case SourceAdmin, TargetAdmin:
-		return "admin"
-	}
-	return "producer"
-}
+func (e *clientError) Error() string { return newIssue(e.key, e.value, "%s", e.msg).String() }
 
-func (r Role) String() string { return r.side() + "-" + r.kind() }
-
-// clientKeys are the Kafka client properties checkpointd maps onto sarama.
-var clientKeys = map[string]struct{}{
-	"bootstrap.servers": {}, "client.id": {}, "security.protocol": {}, "request.timeout.ms": {}, "client.rack": {},
-	"sasl.mechanism": {}, "sasl.jaas.config": {},
-	"ssl.truststore.type": {}, "ssl.truststore.location": {}, "ssl.truststore.certificates": {},
-	"ssl.keystore.type": {}, "ssl.keystore.location": {}, "ssl.keystore.certificate.chain": {}, "ssl.keystore.key": {},
-	"ssl.key.password": {}, "ssl.keystore.password": {}, "ssl.truststore.password": {},
-	"ssl.endpoint.identification.algorithm": {}, "ssl.protocol": {}, "ssl.enabled.protocols": {},
-	"isolation.level": {}, "auto.offset.reset": {}, "enable.auto.commit": {},
-}
-
-// clientProps merges a role's client settings with MM2's precedence (spec
-// §1.2): <side>.cluster.* connection keys, then <kind>.*, then <side>.<kind>.*.
-func (c *Config) clientProps(role Role) map[string]string {
-	out := map[string]string{}
-	layer := func(prefix string, onlyConnection bool) {
-		for k, v := range c.Raw {
-			if rest, ok := strings.CutPrefix(k, prefix); ok && (!onlyConnection || isClientConnectionKey(rest)) {
-				out[rest] = strings.TrimSpace(v)
-			}
-		}
-	}
-	layer(role.side()+".cluster.", true)
-	layer(role.kind()+".", false)
-	layer(role.side()+"."+role.kind()+".", false)
-	delete(out, "poll.timeout.ms") // consumer.poll.timeout.ms is a connector key, not a client one
-	return out
-}
-
-// SaramaConfig builds the sarama configuration for one client role.
+// SaramaConfig builds the sarama configuration of one client. Its Kafka client
+// properties are merged as MM2 merges them (for the source consumer:
+// source.cluster.{bootstrap.servers,security.protocol,ssl.*,sasl.*}, then consumer.*,
+// then source.consumer.*) and mapped onto sarama:
+//
+//	client.id                        prefixes MM2's id: [client.id|]source->target|name|role
+//	client.rack                      RackID
+//	security.protocol                PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+//	ssl.*                            TLS from PEM only (see tlsConfig)
+//	sasl.mechanism, sasl.jaas.config PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+//	request.timeout.ms               Net.ReadTimeout
+//	socket.connection.setup.timeout.ms Net.DialTimeout
+//	metadata.max.age.ms              Metadata.RefreshFrequency
+//	retry.backoff.ms                 every Retry.Backoff
+//	default.api.timeout.ms (admin)   Admin.Timeout
+//	retries (producer, admin)        Producer.Retry.Max, Admin.Retry.Max
+//	consumer: auto.offset.reset, isolation.level, fetch.min.bytes, fetch.max.wait.ms,
+//	          max.partition.fetch.bytes, session.timeout.ms, heartbeat.interval.ms,
+//	          group.instance.id
+//	producer: acks, compression.type, linger.ms, batch.size, max.request.size,
+//	          enable.idempotence
+//
+// As in MM2, consumers never auto-commit and start from the earliest offset unless
+// auto.offset.reset says otherwise. The protocol version is checkpointd.kafka.version.
 func (c *Config) SaramaConfig(role Role) (*sarama.Config, error) {
-	p := c.clientProps(role)
+	sc, err := c.saramaConfig(role)
+	if err != nil {
+		return nil, fmt.Errorf("%s client: %w", role, err)
+	}
+	return sc, nil
+}
+
+func (c *Config) saramaConfig(role Role) (*sarama.Config, error) {
+	p := props(c.clientProps(role))
 	sc := sarama.NewConfig()
 	sc.Version = c.KafkaVersion
 	if sc.Version == (sarama.KafkaVersion{}) {
 		sc.Version = sarama.V4_1_0_0
 	}
-	sc.ClientID = "checkpointd-" + c.SourceAlias + "->" + c.TargetAlias + "-" + role.String()
-	if id := p["client.id"]; id != "" {
-		sc.ClientID = id + "|" + sc.ClientID
-	}
-	sc.RackID = p["client.rack"]
+	sc.ClientID = c.clientID(role, p)
+	sc.RackID = strings.TrimSpace(p["client.rack"].value)
 	sc.Metadata.AllowAutoTopicCreation = false
-	if v := p["request.timeout.ms"]; v != "" {
-		ms, err := strconv.Atoi(v)
-		if err != nil || ms <= 0 {
-			return nil, fmt.Errorf("%s request.timeout.ms=%q: want a positive number of milliseconds", role, v)
-		}
-		sc.Net.ReadTimeout = time.Duration(ms) * time.Millisecond
-		sc.Admin.Timeout = sc.Net.ReadTimeout
+
+	steps := []func(*sarama.Config, props) error{mapCommon, mapSecurity}
+	switch role.kind() {
+	case "consumer":
+		steps = append(steps, mapConsumer)
+	case "producer":
+		steps = append(steps, mapProducer)
+	case "admin":
+		steps = append(steps, mapAdmin)
 	}
-	proto := strings.ToUpper(p["security.protocol"])
-	switch proto {
-	case "", "PLAINTEXT":
-	case "SSL", "SASL_SSL", "SASL_PLAINTEXT":
-	default:
-		return nil, fmt.Errorf("%s security.protocol=%q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", role, p["security.protocol"])
-	}
-	if proto == "SSL" || proto == "SASL_SSL" {
-		tc, err := tlsConfig(role, p)
-		if err != nil {
-			return nil, err
-		}
-		sc.Net.TLS.Enable = true
-		sc.Net.TLS.Config = tc
-	}
-	if proto == "SASL_SSL" || proto == "SASL_PLAINTEXT" {
-		if err := saslConfig(role, p, sc); err != nil {
+	for _, step := range steps {
+		if err := step(sc, p); err != nil {
 			return nil, err
 		}
 	}
 	if err := sc.Validate(); err != nil {
-		return nil, fmt.Errorf("%s client config: %w", role, err)
+		return nil, fmt.Errorf("sarama rejects the settings: %w", err)
 	}
 	return sc, nil
 }
 
-func tlsConfig(role Role, p map[string]string) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	for _, k := range []string{"ssl.truststore.type", "ssl.keystore.type"} {
-		if t := strings.ToUpper(p[k]); t != "" && t != "PEM" {
-			return nil, fmt.Errorf("%s %s=%s: only PEM is supported; convert the store with keytool/openssl to PEM", role, k, p[k])
-		}
-	}
-	pool, err := pemBlock(role, p, "ssl.truststore.certificates", "ssl.truststore.location")
-	if err != nil {
-		return nil, err
-	}
-	if pool != nil {
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pool) {
-			return nil, fmt.Errorf("%s ssl.truststore: no PEM certificate found", role)
-		}
-		tc.RootCAs = roots
-	}
-	chain, err := pemBlock(role, p, "ssl.keystore.certificate.chain", "ssl.keystore.location")
-	if err != nil {
-		return nil, err
-	}
-	if chain != nil {
-		key := []byte(p["ssl.keystore.key"])
-		if len(key) == 0 {
-			key = chain // a PEM keystore file holds key and certificates together
-		}
-		cert, err := tls.X509KeyPair(chain, key)
-		if err != nil {
-			return nil, fmt.Errorf("%s ssl.keystore: %v (encrypted keys are not supported: decrypt with openssl)", role, err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	if alg, ok := p["ssl.endpoint.identification.algorithm"]; ok && alg == "" {
-		// Kafka's way to turn off host name checks; the chain is still verified.
-		tc.InsecureSkipVerify = true
-		roots := tc.RootCAs
-		tc.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
-			return verifyChainOnly(raw, roots)
-		}
-	}
-	return tc, nil
+// props are a client's resolved properties, with typed readers that name the key a bad
+// value was given under.
+type props map[string]clientProp
+
+func (p props) has(name string) bool { return strings.TrimSpace(p[name].value) != "" }
+
+func (p props) invalid(name, format string, args ...any) error {
+	return &clientError{key: p[name].key, value: p[name].value, msg: fmt.Sprintf(format, args...)}
 }
 
-func verifyChainOnly(raw [][]byte, roots *x509.CertPool) error {
-	if len(raw) == 0 {
-		return fmt.Errorf("no server certificate")
+// millis sets *d from a property in milliseconds, if given; lo is the least allowed.
+func (p props) millis(name string, lo int64, d *time.Duration) error {
+	if !p.has(name) {
+		return nil
 	}
-	certs := make([]*x509.Certificate, len(raw))
-	for i, b := range raw {
-		c, err := x509.ParseCertificate(b)
-		if err != nil {
-			return err
-		}
-		certs[i] = c
+	n, err := strconv.ParseInt(strings.TrimSpace(p[name].value), 10, 64)
+	if err != nil || n < lo || n > math.MaxInt64/int64(time.Millisecond) {
+		return p.invalid(name, "want a whole number of milliseconds, %d or more", lo)
 	}
-	inter := x509.NewCertPool()
-	for _, c := range certs[1:] {
-		inter.AddCert(c)
-	}
-	_, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter})
-	return err
+	*d = time.Duration(n) * time.Millisecond
+	return nil
 }
 
-// pemBlock returns inline PEM (inlineKey) or the file at fileKey, or nil.
-func pemBlock(role Role, p map[string]string, inlineKey, fileKey string) ([]byte, error) {
-	if v := p[inlineKey]; v != "" {
-		return []byte(v), nil
+// int32 sets *v from a whole-number property, if given.
+func (p props) int32(name string, lo int64, v *int32) error {
+	if !p.has(name) {
+		return nil
 	}
-	if path := p[fileKey]; path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", role, fileKey, err)
-		}
-		if !strings.Contains(string(b), "-----BEGIN") {
-			return nil, fmt.Errorf("%s %s=%s: not a PEM file (JKS and PKCS12 stores are not supported: convert to PEM)", role, fileKey, path)
-		}
-		return b, nil
+	n, err := strconv.ParseInt(strings.TrimSpace(p[name].value), 10, 32)
+	if err != nil || n < lo {
+		return p.invalid(name, "want a whole number from %d to %d", lo, math.MaxInt32)
 	}
-	return nil, nil
+	*v = int32(n)
+	return nil
 }
 
-var jaasOption = regexp.MustCompile(`(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"`)
+func (p props) int(name string, lo int64, v *int) error {
+	var n int32
+	if err := p.int32(name, lo, &n); err != nil || !p.has(name) {
+		return err
+	}
+	*v = int(n)
+	return nil
+}
 
-func saslConfig(role Role, p map[string]string, sc *sarama.Config) error {
-	mech := strings.ToUpper(p["sasl.mechanism"])
-	if mech == "" {
-		mech = "GSSAPI" // Kafka's default, which we cannot do
+func (p props) boolean(name string, v *bool) error {
+	if !p.has(name) {
+		return nil
 	}
-	opts := map[string]string{}
-	for _, m := range jaasOption.FindAllStringSubmatch(p["sasl.jaas.config"], -1) {
-		opts[m[1]] = strings.ReplaceAll(m[2], `\"`, `"`)
-	}
-	sc.Net.SASL.Enable = true
-	sc.Net.SASL.Handshake = true
-	sc.Net.SASL.User, sc.Net.SASL.Password = opts["username"], opts["password"]
-	switch mech {
-	case "PLAIN":
-		sc.Net.SASL.Mechanism = sarama.SASLTypePlaintext
-	case "SCRAM-SHA-256":
-		sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
-		sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA256} }
-	case "SCRAM-SHA-512":
-		sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
-		sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA512} }
+	switch strings.ToLower(strings.TrimSpace(p[name].value)) {
+	case "true":
+		*v = true
+	case "false":
+		*v = false
 	default:
-		return fmt.Errorf("%s sasl.mechanism=%s: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", role, mech)
-	}
-	if sc.Net.SASL.User == "" {
-		return fmt.Errorf(`%s sasl.jaas.config: no username="..." found`, role)
+		return p.invalid(name, "want true or false")
 	}
 	return nil
 }
 
-// scramClient adapts xdg-go/scram to sarama's SCRAMClient.
-type scramClient struct {
-	hash scram.HashGeneratorFcn
-	conv *scram.ClientConversation
+// word returns a property matched case-insensitively against the allowed words, or def.
+func (p props) word(name, def string, allowed ...string) (string, error) {
+	if !p.has(name) {
+		return def, nil
+	}
+	v := strings.TrimSpace(p[name].value)
+	for _, a := range allowed {
+		if strings.EqualFold(v, a) {
+			return a, nil
+		}
+	}
+	return "", p.invalid(name, "want one of %s", strings.Join(allowed, ", "))
 }
 
-func (s *scramClient) Begin(user, password, authzID string) error {
-	c, err := s.hash.NewClient(user, password, authzID)
+func mapCommon(sc *sarama.Config, p props) error {
+	if p.has("bootstrap.servers") {
+		if _, err := parseServers(p["bootstrap.servers"].value); err != nil {
+			return p.invalid("bootstrap.servers", "%v", err)
+		}
+	}
+	if err := p.millis("request.timeout.ms", 1, &sc.Net.ReadTimeout); err != nil {
+		return err
+	}
+	if err := p.millis("socket.connection.setup.timeout.ms", 1, &sc.Net.DialTimeout); err != nil {
+		return err
+	}
+	if err := p.millis("metadata.max.age.ms", 0, &sc.Metadata.RefreshFrequency); err != nil {
+		return err
+	}
+	var backoff time.Duration
+	if err := p.millis("retry.backoff.ms", 0, &backoff); err != nil {
+		return err
+	}
+	if p.has("retry.backoff.ms") {
+		sc.Metadata.Retry.Backoff = backoff
+		sc.Consumer.Retry.Backoff = backoff
+		sc.Producer.Retry.Backoff = backoff
+		sc.Admin.Retry.Backoff = backoff
+	}
+	return nil
+}
+
+func mapSecurity(sc *sarama.Config, p props) error {
+	proto, err := p.word("security.protocol", "PLAINTEXT", "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 	if err != nil {
 		return err
 	}
-	s.conv = c.NewConversation()
+	if proto == "SSL" || proto == "SASL_SSL" {
+		tc, err := tlsConfig(p)
+		if err != nil {
+			return err
+		}
+		sc.Net.TLS.Enable = true
+		sc.Net.TLS.Config = tc
+	}
+	if proto == "SASL_PLAINTEXT" || proto == "SASL_SSL" {
+		return saslConfig(sc, p)
+	}
 	return nil
 }
 
-func (s *scramClient) Step(challenge string) (string, error) { return s.conv.Step(challenge) }
-func (s *scramClient) Done() bool                            { return s.conv.Done() }
+func mapConsumer(sc *sarama.Config, p props) error {
+	sc.Consumer.Offsets.AutoCommit.Enable = false // MM2 turns auto-commit off for its consumers
+	reset, err := p.word("auto.offset.reset", "earliest", "earliest", "latest")
+	if err != nil {
+		return p.invalid("auto.offset.reset", "want earliest or latest (sarama has no \"none\")")
+	}
+	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
+	if reset == "latest" {
+		sc.Consumer.Offsets.Initial = sarama.OffsetNewest
+	}
+	if iso, err := p.word("isolation.level", "read_uncommitted", "read_uncommitted", "read_committed"); err != nil {
+		return err
+	} else if iso == "read_committed" {
+		sc.Consumer.IsolationLevel = sarama.ReadCommitted
+	}
+	if err := p.int32("fetch.min.bytes", 1, &sc.Consumer.Fetch.Min); err != nil {
+		return err
+	}
+	if err := p.millis("fetch.max.wait.ms", 1, &sc.Consumer.MaxWaitTime); err != nil {
+		return err
+	}
+	if err := p.int32("max.partition.fetch.bytes", 1, &sc.Consumer.Fetch.Default); err != nil {
+		return err
+	}
+	if err := p.millis("session.timeout.ms", 1, &sc.Consumer.Group.Session.Timeout); err != nil {
+		return err
+	}
+	if err := p.millis("heartbeat.interval.ms", 1, &sc.Consumer.Group.Heartbeat.Interval); err != nil {
+		return err
+	}
+	sc.Consumer.Group.InstanceId = strings.TrimSpace(p["group.instance.id"].value)
+	return nil
+}
+
+func mapProducer(sc *sarama.Config, p props) error {
+	acks, err := p.word("acks", "", "all", "-1", "0", "1")
+	if err != nil {
+		return err
+	}
+	switch acks {
+	case "all", "-1":
+		sc.Producer.RequiredAcks = sarama.WaitForAll
+	case "0":
+		sc.Producer.RequiredAcks = sarama.NoResponse
+	case "1":
+		sc.Producer.RequiredAcks = sarama.WaitForLocal
+	}
+	codec, err := p.word("compression.type", "none", "none", "gzip", "snappy", "lz4", "zstd")
+	if err != nil {
+		return err
+	}
+	sc.Producer.Compression = map[string]sarama.CompressionCodec{
+		"none": sarama.CompressionNone, "gzip": sarama.CompressionGZIP, "snappy": sarama.CompressionSnappy,
+		"lz4": sarama.CompressionLZ4, "zstd": sarama.CompressionZSTD,
+	}[codec]
+	if err := p.millis("linger.ms", 0, &sc.Producer.Flush.Frequency); err != nil {
+		return err
+	}
+	if err := p.int("batch.size", 0, &sc.Producer.Flush.Bytes); err != nil {
+		return err
+	}
+	if err := p.int("max.request.size", 1, &sc.Producer.MaxMessageBytes); err != nil {
+		return err
+	}
+	if err := p.int("retries", 0, &sc.Producer.Retry.Max); err != nil {
+		return err
+	}
+	if err := p.boolean("enable.idempotence", &sc.Producer.Idempotent); err != nil {
+		return err
+	}
+	if sc.Producer.Idempotent {
+		sc.Net.MaxOpenRequests = 1 // sarama's condition for idempotence
+		if acks == "" {
+			sc.Producer.RequiredAcks = sarama.WaitForAll // Java's default once idempotent
+		}
+	}
+	return nil
+}
+
+func mapAdmin(sc *sarama.Config, p props) error {
+	if err := p.millis("default.api.timeout.ms", 1, &sc.Admin.Timeout); err != nil {
+		return err
+	}
+	return p.int("retries", 0, &sc.Admin.Retry.Max)
+}
