@@ -28,4 +28,13 @@
 //
 // Renaming and topic filtering belong to the replication policy and the
 // configuration; they stay with the caller.
+//
+// The algorithms follow MM2 exactly, including where its tests' claims are
+// looser than they read: the "at most n+2 syncs expire per update" bound holds
+// for the sequences MM2's test draws, not for every sequence (see
+// TestExpiryBoundCounterexamples). One limit is inherited on purpose: when the
+// target log loses its tail (unclean leader election), syncs naming the lost
+// records stay in the history, and a group between them can be translated past
+// records that survive. MM2 clears history only on an upstream rewind; the
+// oracle test counts these cases instead of failing on them.
 package translate

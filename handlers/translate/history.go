@@ -1,5 +1,7 @@
 package translate
 
+import "slices"
+
 // slots is the size of MM2's per-partition sync array: one slot per bit of an
 // int64 offset, slot i covering a span of roughly 2^i offsets.
 const slots = 64
@@ -14,8 +16,8 @@ const slots = 64
 // syncs forward, in order), so an index identifies a sync object: two syncs with
 // equal offsets received separately stay two entries, as in MM2.
 type history struct {
+	syncs []Sync // first: a lookup reads only this header and the syncs
 	slot  [slots]uint8
-	syncs []Sync
 }
 
 // single returns the history that holds x in every slot: the first sync of a
@@ -36,19 +38,9 @@ func (h *history) find(upstream int64) Sync {
 	return h.syncs[len(h.syncs)-1]
 }
 
-// sameAs reports whether h and o give the same translation for every offset,
-// i.e. hold the same syncs by value in the same order.
-func (h *history) sameAs(o *history) bool {
-	if len(h.syncs) != len(o.syncs) {
-		return false
-	}
-	for i := range h.syncs {
-		if h.syncs[i] != o.syncs[i] {
-			return false
-		}
-	}
-	return true
-}
+// sameAs reports whether h and o hold the same syncs by value, in order, in
+// which case every translation through them is the same.
+func (h *history) sameAs(o *history) bool { return slices.Equal(h.syncs, o.syncs) }
 
 // ref names a sync object during an update: 0 is the incoming sync, k+1 is
 // the previous history's syncs[k]. Comparing refs is MM2's reference equality.

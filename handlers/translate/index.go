@@ -24,11 +24,11 @@ type Options struct {
 // Index is the translation index: per upstream topic-partition, MM2's sparse
 // history of offset syncs, and the read-to-end gate in front of it.
 //
-// Apply and OpenGate may be called from any goroutine but are serialised; they
-// are meant for the one goroutine that reads the offset-sync topic. Translate,
-// Syncs, Partitions and Stats are safe from any number of goroutines at once and
-// never wait for Apply: each partition's history is copied on write and published
-// atomically.
+// Apply is meant for the one goroutine that reads the offset-sync topic;
+// concurrent calls are serialised. Translate, Syncs, Partitions and Stats are
+// safe from any number of goroutines at once and never wait for Apply: each
+// partition's history is copied on write and published atomically, and the
+// partition table is read without locks.
 type Index struct {
 	keepStartup bool
 	gate        atomic.Bool

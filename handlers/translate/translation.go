@@ -47,7 +47,7 @@ type Translation struct {
 	Sync Sync
 }
 
-// translate applies MM2's +1 rule: an offset exactly at a sync maps to the
+// translateWith applies MM2's +1 rule: an offset exactly at a sync maps to the
 // sync's target offset; one past it maps just after, because nothing is known
 // about how many of the records in between reached the target.
 func translateWith(s Sync, upstream int64) Translation {
