@@ -23,14 +23,12 @@ type Config struct {
 	GroupFilter, TopicFilter                     *filter.Filter
 
 	EmitCheckpoints bool
-	// EmitCheckpointsInterval is the least time between two checkpoints of one
-	// (group, partition): a change is written at once unless one was written less than
-	// this long ago, in which case the newest change is written when the interval ends.
-	// Zero writes every change at once.
+	// EmitCheckpointsInterval is accepted for MM2 compatibility and has no effect:
+	// checkpoints are written on every change (docs/configuration.md, Intervals).
 	EmitCheckpointsInterval time.Duration
 	SyncGroupOffsets        bool
-	// SyncGroupOffsetsInterval is the least time between two commits into one target
-	// group, and how long a group that could not be written waits for the next try.
+	// SyncGroupOffsetsInterval is how long a target group that could not be written
+	// waits for the next try; new checkpoints are committed at once.
 	SyncGroupOffsetsInterval time.Duration
 	// RefreshGroups and RefreshGroupsInterval are accepted for MM2 compatibility:
 	// checkpointd learns of groups from their commits (or lists them on every admin poll).
