@@ -202,7 +202,9 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 		r.AddConsumerHandler("sync_target_offsets", topics.Checkpoints, sub, p.syncer.HandleCheckpoint)
 	}
 	for _, h := range p.opts.checkpointHandlers {
-		sub, err := newLeaseReader("commit")
+		// Each handler holds its own lease: handlers sharing one group would
+		// split the topic's single partition between them.
+		sub, err := newLeaseReader("handler-" + h.name)
 		if err != nil {
 			return fmt.Errorf("reader for handler %s: %w", h.name, err)
 		}
