@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/checkpointd/checkpointd/messages"
@@ -112,5 +113,29 @@ func TestReasonStrings(t *testing.T) {
 	}
 	if got := Reason(200).String(); got != "unknown" {
 		t.Errorf("out of range reason = %q", got)
+	}
+}
+
+// Whatever sequence of candidates arrives, the emitted checkpoints of a
+// (group, partition) move the target offset back only when the source group
+// rewound, and a skipped candidate is never newer than the last emitted one.
+func TestCheckpointsNeverRewindWithoutSourceRewind(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	tp := messages.TopicPartition{Topic: "src.orders", Partition: 0}
+	for run := range 2000 {
+		c := NewCheckpoints()
+		var last *Checkpoint
+		for range 50 {
+			u, d := rng.Int64N(100), rng.Int64N(100)
+			emit, reason := c.Decide("g", tp, u, d)
+			switch {
+			case emit && last != nil && d < last.Downstream && u >= last.Upstream:
+				t.Fatalf("run %d: emitted %d->%d after %+v: target went back without a rewind", run, u, d, *last)
+			case !emit && (last == nil || u < last.Upstream || d > last.Downstream):
+				t.Fatalf("run %d: skipped %d->%d (%v) after %v", run, u, d, reason, last)
+			case emit:
+				last = &Checkpoint{Upstream: u, Downstream: d}
+			}
+		}
 	}
 }
