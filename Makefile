@@ -1,11 +1,28 @@
 # checkpointd — see README.md. Every target installs or fetches what it needs.
 GO ?= go
 PKGS := ./...
+# How long each fuzz target runs: briefly in `make test`, longer in `make fuzz`.
+FUZZTIME ?= 30s
+# package:target pairs, one per fuzz target.
+FUZZ_TARGETS := \
+	./messages:FuzzDecodeOffsetSync \
+	./messages:FuzzDecodeCheckpoint \
+	./messages:FuzzDecodeHeartbeat \
+	./messages:FuzzDecodeOffsetsRecord \
+	./messages:FuzzDefaultReplicationPolicySplit \
+	./handlers/translate:FuzzIndex \
+	./handlers/filter:FuzzNew \
+	./infra/config:FuzzParseJAAS \
+	./infra/config:FuzzParseProperties
 
-.PHONY: build vet jars test clean
+.PHONY: build vet jars test unit fuzz bench demo clean
 
 build:
 	$(GO) build -o bin/checkpointd ./cmd/checkpointd
+
+# The main job on two embedded clusters, no setup needed.
+demo:
+	$(GO) run ./cmd/checkpointd demo
 
 vet:
 	$(GO) vet $(PKGS)
@@ -15,11 +32,28 @@ vet:
 jars:
 	$(GO) run ./infra/kafkatest/cmd/fetchjars
 
-# Unit and integration tests. Integration tests start real Kafka 4.1.1
-# clusters and MirrorMaker 2 from the jars; they fail (never skip) when Java
-# or Maven is missing. `go test -short ./...` runs the unit tests only.
+# Unit and integration tests, then every fuzz target for a few seconds.
+# Integration tests start real Kafka 4.1.1 clusters and MirrorMaker 2 from the
+# jars; they fail (never skip) when Java or Maven is missing.
 test: vet jars
-	$(GO) test -count=1 -timeout 30m $(PKGS)
+	$(GO) test -count=1 -timeout 45m $(PKGS)
+	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
+
+# Unit tests only, no Kafka.
+unit:
+	$(GO) test -short -count=1 $(PKGS)
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME); \
+	done
+
+# Speed and memory benchmarks; the numbers are printed and kept in bin/bench.txt.
+bench:
+	@mkdir -p bin
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./messages/ ./handlers/translate/ | tee bin/bench.txt
 
 clean:
 	rm -rf bin
