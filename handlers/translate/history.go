@@ -42,6 +42,14 @@ func (h *history) find(upstream int64) Sync {
 // which case every translation through them is the same.
 func (h *history) sameAs(o *history) bool { return slices.Equal(h.syncs, o.syncs) }
 
+// workspace is the scratch memory of an update, kept by the Index so that an
+// update does not clear it each time: only the entries an update writes are
+// ever read.
+type workspace struct {
+	up   [slots + 1]int64 // up[r] is the upstream offset of ref r
+	head [slots]ref       // the repaired head of the copy
+}
+
 // ref names a sync object during an update: 0 is the incoming sync, k+1 is
 // the previous history's syncs[k]. Comparing refs is MM2's reference equality.
 type ref = uint8
@@ -49,18 +57,18 @@ type ref = uint8
 // with returns the history after the incoming sync x, following MM2's
 // updateSyncArray step by step (spec §4.3). The clearing cases are the caller's.
 //
-// MM2 copies the array and repairs the copy slot by slot. Here s holds the
-// repaired head of the copy; at and after slot c the copy still equals the
+// MM2 copies the array and repairs the copy slot by slot. Here w.head holds
+// the repaired head of the copy; at and after slot c the copy still equals the
 // original, whose ref in slot i is h.slot[i]+1.
-func (h *history) with(x Sync) *history {
-	// up[r] is the upstream offset of ref r.
-	var up [slots + 1]int64
+func (h *history) with(x Sync, w *workspace) *history {
+	up := &w.up
 	up[0] = x.Upstream
 	for i, s := range h.syncs {
 		up[i+1] = s.Upstream
 	}
 
-	var s [slots]ref // s[0] = 0: the new sync goes first
+	s := &w.head
+	s[0] = 0 // the new sync goes first
 	replacement := ref(0)
 	r := 0 // cursor into the original: the next old sync considered for promotion
 	c := 1
@@ -68,9 +76,9 @@ func (h *history) with(x Sync) *history {
 		p := c - 1
 		for {
 			o := h.slot[r] + 1
-			isRecent := recent(&up, s[p], o, p, c)
-			sepPrev := separated(&up, s[p], o, p)
-			sepNext := c+1 >= slots || separated(&up, o, h.slot[c+1]+1, c)
+			isRecent := recent(up, s[p], o, p, c)
+			sepPrev := separated(up, s[p], o, p)
+			sepNext := c+1 >= slots || separated(up, o, h.slot[c+1]+1, c)
 			dup := r+1 < slots && h.slot[r+1]+1 == o
 			promote := isRecent && sepPrev && sepNext
 			if promote {
@@ -84,12 +92,12 @@ func (h *history) with(x Sync) *history {
 				break
 			}
 		}
-		if recent(&up, s[p], h.slot[c]+1, p, c) {
+		if recent(up, s[p], h.slot[c]+1, p, c) {
 			break // the rest of the original already satisfies invariant B
 		}
 		s[c] = replacement
 	}
-	return h.build(x, &s, c)
+	return h.build(x, s, c)
 }
 
 // build assembles the history whose slots hold s[:cut] followed by the

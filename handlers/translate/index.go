@@ -37,6 +37,7 @@ type Index struct {
 	stored      atomic.Int64 // distinct syncs held, over all partitions
 
 	mu sync.Mutex // serialises writers
+	ws workspace  // the writer's scratch, guarded by mu
 }
 
 // NewIndex returns an empty index with its gate closed.
@@ -79,7 +80,7 @@ func (ix *Index) Apply(tp messages.TopicPartition, upstream, downstream int64) b
 	if (!ix.gate.Load() && !ix.keepStartup) || upstream < prev.syncs[0].Upstream {
 		next = single(x)
 	} else {
-		next = prev.with(x)
+		next = prev.with(x, &ix.ws)
 	}
 	e.hist.Store(next)
 	ix.stored.Add(int64(len(next.syncs) - len(prev.syncs)))
