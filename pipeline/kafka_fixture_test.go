@@ -649,16 +649,15 @@ func (f *fixture) checkCheckpoints(t *testing.T, group, topic string, committed 
 }
 
 // waitCheckpoints waits until the latest checkpoint of group for every
-// partition in commits has the committed upstream offset and the downstream
-// offset MM2's store gives for every sync read (which, when the commit is at
-// or after the newest sync, is also the test's own translation). It returns
-// the latest checkpoints of those partitions. Callers commit after settle,
-// so checkpointd has the same syncs.
+// partition in commits has the committed upstream offset, and returns those
+// checkpoints. Their downstream offsets must be what MM2's store gives for
+// every sync read, which, when the commit is at or after the newest sync, is
+// also the test's own translation. Callers commit after settle, so
+// checkpointd decides with the same syncs.
 func (f *fixture) waitCheckpoints(t *testing.T, group, topic string, commits map[int32]int64) map[int32]checkpointRecord {
 	t.Helper()
 	var out map[int32]checkpointRecord
 	f.waitFor(t, waitTimeout, fmt.Sprintf("checkpoints of group %s for %v", group, commits), func() error {
-		syncs := f.offsetSyncs(t, topic)
 		latest := latestCheckpoints(f.checkpointsOf(t, group))
 		out = make(map[int32]checkpointRecord)
 		for p, g := range commits {
@@ -669,16 +668,20 @@ func (f *fixture) waitCheckpoints(t *testing.T, group, topic string, commits map
 			if cp.UpstreamOffset != g {
 				return fmt.Errorf("partition %d: latest checkpoint %v, want upstream %d", p, cp.Checkpoint, g)
 			}
-			if tr := translate(syncs[p], g); tr.exact && cp.DownstreamOffset != tr.want {
-				return fmt.Errorf("partition %d: latest checkpoint %v, want downstream %d (via %v)", p, cp.Checkpoint, tr.want, tr.via)
-			}
-			if want, _, _ := mm2Translation(syncs[p], g); cp.DownstreamOffset != want {
-				return fmt.Errorf("partition %d: latest checkpoint %v, want downstream %d as MM2's store gives for syncs %v", p, cp.Checkpoint, want, upstreams(syncs[p]))
-			}
 			out[p] = cp
 		}
 		return nil
 	})
+	syncs := f.offsetSyncs(t, topic)
+	for p, cp := range out {
+		g := cp.UpstreamOffset
+		if tr := translate(syncs[p], g); tr.exact && cp.DownstreamOffset != tr.want {
+			t.Errorf("partition %d: checkpoint %v, want downstream %d (via %v)", p, cp.Checkpoint, tr.want, tr.via)
+		}
+		if want, _, _ := mm2Translation(syncs[p], g); cp.DownstreamOffset != want {
+			t.Errorf("partition %d: checkpoint %v, want downstream %d as MM2's store gives for the syncs at %v", p, cp.Checkpoint, want, upstreams(syncs[p]))
+		}
+	}
 	return out
 }
 

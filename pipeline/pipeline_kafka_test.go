@@ -345,6 +345,13 @@ func (f *fixture) testFailover(t *testing.T) {
 		t.Errorf("%d of %d records skipped at failover", missed, len(all))
 	}
 	t.Logf("failover: %d records, %d read on the source, %d on the target, %d replayed (read on both)", len(all), len(seenSource), len(seenTarget), replayed)
+	for p, cp := range cps {
+		var st mm2Store
+		for _, s := range syncs[p] {
+			st.apply(s.UpstreamOffset, s.DownstreamOffset)
+		}
+		t.Logf("partition %d: commit %d -> checkpoint %d; MM2's store keeps syncs at upstream %v", p, cp.UpstreamOffset, cp.DownstreamOffset, st.stored())
+	}
 }
 
 // ---- 3. active target group; target ahead -------------------------------------------
