@@ -3,6 +3,7 @@ package translate
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -33,7 +34,9 @@ var categoryNames = [categories]string{"anywhere", "near mirror", "at a sync", "
 type oracleStats struct {
 	outcomes        [3]int
 	replays         [categories][]int32
-	truncationSkips int // translations past a record that target truncation explains
+	settled         [categories][]int32 // replays once the mirror and index are idle and caught up
+	byLag           map[int64][]int32   // replays by offset.lag.max
+	truncationSkips int                 // translations past a record that target truncation explains
 	failures        []string
 }
 
@@ -43,6 +46,13 @@ func (s *oracleStats) merge(o *oracleStats) {
 	}
 	for c := range s.replays {
 		s.replays[c] = append(s.replays[c], o.replays[c]...)
+		s.settled[c] = append(s.settled[c], o.settled[c]...)
+	}
+	for lag, r := range o.byLag {
+		if s.byLag == nil {
+			s.byLag = make(map[int64][]int32)
+		}
+		s.byLag[lag] = append(s.byLag[lag], r...)
 	}
 	s.truncationSkips += o.truncationSkips
 	s.failures = append(s.failures, o.failures...)
@@ -112,6 +122,12 @@ func TestTranslationNeverSkipsARecord(t *testing.T) {
 		t.Logf("replayed records, group %-13s %s", categoryNames[c]+":", distribution(total.replays[c]))
 	}
 	t.Logf("replayed records, all groups:        %s", distribution(all))
+	for c := range total.settled {
+		t.Logf("settled mirror, group %-13s %s", categoryNames[c]+":", distribution(total.settled[c]))
+	}
+	for _, lag := range slices.Sorted(maps.Keys(total.byLag)) {
+		t.Logf("replayed records, offset.lag.max=%-4d %s", lag, distribution(total.byLag[lag]))
+	}
 	if total.outcomes[Translated] == 0 {
 		t.Fatal("no translation was checked")
 	}
@@ -144,8 +160,10 @@ func runScenario(seed uint64, stats *oracleStats, trace func(string, ...any)) {
 	ix.OpenGate()
 	applied := 0 // syncs of m.syncs the index has read
 
-	check := func() {
-		if rng.IntN(10) == 0 {
+	// check translates a few group commits against the truth. settled means
+	// the mirror has flushed its syncs and the index has read them all.
+	check := func(settled bool) {
+		if !settled && rng.IntN(10) == 0 {
 			// checkpointd restarts: it reads the compacted sync topic, where
 			// only the latest of the older syncs survives, then the head.
 			ix = NewIndex(Options{CheckpointsLoaded: rng.IntN(2) == 0})
@@ -160,6 +178,9 @@ func runScenario(seed uint64, stats *oracleStats, trace func(string, ...any)) {
 		m.logf("index rebuilt or reading")
 		// The index reads the sync topic with some lag.
 		upTo := applied + rng.IntN(len(m.syncs)-applied+1)
+		if settled {
+			upTo = len(m.syncs)
+		}
 		for _, s := range m.syncs[applied:upTo] {
 			ix.Apply(tp, s.Upstream, s.Downstream)
 		}
@@ -180,7 +201,15 @@ func runScenario(seed uint64, stats *oracleStats, trace func(string, ...any)) {
 				continue
 			}
 			if tr.Downstream <= safe {
-				stats.replays[c] = append(stats.replays[c], int32(m.replayed(tr.Downstream, g)))
+				n := int32(m.replayed(tr.Downstream, g))
+				stats.replays[c] = append(stats.replays[c], n)
+				if settled {
+					stats.settled[c] = append(stats.settled[c], n)
+				}
+				if stats.byLag == nil {
+					stats.byLag = make(map[int64][]int32)
+				}
+				stats.byLag[p.lagMax] = append(stats.byLag[p.lagMax], n)
 				continue
 			}
 			// Target truncation: the sync names a record the target lost, or
@@ -198,10 +227,12 @@ func runScenario(seed uint64, stats *oracleStats, trace func(string, ...any)) {
 	for m.tick < p.records {
 		m.step()
 		if rng.IntN(p.records/10+1) == 0 {
-			check()
+			check(false)
 		}
 	}
-	check()
+	m.inFlight = nil // every send completed
+	m.commit()       // the last delayed sync goes out
+	check(true)
 }
 
 // pickCommit draws a committed source offset of the given category.
