@@ -44,6 +44,7 @@ func TestPipelineOnKafka(t *testing.T) {
 		"restart":     2,
 		"offsets-log": 2,
 		"admin-poll":  2,
+		"excluded":    1,
 	})
 	t.Logf("fixture ready in %s", time.Since(start).Round(time.Millisecond))
 
@@ -53,6 +54,7 @@ func TestPipelineOnKafka(t *testing.T) {
 	t.Run("failover", f.testFailover)
 	t.Run("active-target-group", f.testActiveTargetGroup)
 	t.Run("restart", f.testRestart)
+	t.Run("excluded-group", f.testExcludedGroup)
 	t.Run("commit-source=offsets-log", f.testCommitSource("offsets-log"))
 	t.Run("commit-source=admin-poll", f.testCommitSource("admin-poll"))
 }
@@ -429,6 +431,55 @@ func (f *fixture) testActiveTargetGroup(t *testing.T) {
 		if o := got[messages.TopicPartition{Topic: remote, Partition: 0}]; o.offset != ahead {
 			t.Fatalf("group %s: target offset of partition 0 went from %d to %d (checkpoint %v): lowered", groupY, ahead, o.offset, cpsY[0].Checkpoint)
 		}
+	}
+	f.stop(t, in)
+}
+
+// testExcludedGroup: a group excluded by groups.exclude gets neither
+// checkpoints nor target commits, even when the checkpoints topic holds a
+// checkpoint for it written by someone else (Java MM2 before the switch to
+// checkpointd, or a deployment with other group filters). MM2 syncs only the
+// checkpoints of its own groups (its CheckpointStore keeps only those, spec
+// §3.2).
+func (f *fixture) testExcludedGroup(t *testing.T) {
+	const key = "excluded"
+	topic, remote := f.topics[key], f.remote(f.topics[key])
+	group := kafkatest.UniqueName(t, "grp")
+	excluded := kafkatest.UniqueName(t, "grpe")
+	props := append(f.props(t, []string{group, excluded}, ""), [2]string{"groups.exclude", excluded})
+	in := f.start(t, "excluded", loadConfig(t, writeConfig(t, "checkpointd.yaml", props)))
+	f.bed.Source.Produce(t, topic, 0, 20)
+	f.settle(t, key, in)
+
+	// The excluded group commits on the source, and an MM2-format checkpoint
+	// for it is in the topic.
+	f.commit(t, excluded, topic, map[int32]int64{0: 10}, make(map[int32][]int64))
+	producer, err := sarama.NewSyncProducer([]string{f.bed.Target.Bootstrap}, f.bed.Target.SaramaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	if _, _, err := producer.SendMessage(&sarama.ProducerMessage{
+		Topic: f.bed.CheckpointsTopic(), Partition: 0,
+		Key:   sarama.ByteEncoder(mm2Key(excluded, remote, 0)),
+		Value: sarama.ByteEncoder(mm2Value(10, 10, "")),
+	}); err != nil {
+		t.Fatalf("write a checkpoint for %s: %v", excluded, err)
+	}
+
+	// A group that is checkpointed, after it: once its target commit is
+	// there, the commit stage has read past the excluded group's checkpoint.
+	history := make(map[int32][]int64)
+	commits := map[int32]int64{0: 15}
+	f.commit(t, group, topic, commits, history)
+	f.waitTargetFollows(t, group, f.waitCheckpoints(t, group, topic, commits))
+	f.checkCheckpoints(t, group, topic, history, "")
+
+	if got := f.targetOffsets(t, excluded); len(got) > 0 {
+		t.Errorf("group %s is excluded (groups.exclude), yet checkpointd committed its offsets on the target: %v", excluded, got)
+	}
+	if cps := f.checkpointsOf(t, excluded); len(cps) != 1 {
+		t.Errorf("group %s is excluded, yet it has %d checkpoints (want only the one the test wrote): %v", excluded, len(cps), cps)
 	}
 	f.stop(t, in)
 }
