@@ -38,13 +38,14 @@ func TestPipelineOnKafka(t *testing.T) {
 	bed := kafkatest.Shared(t)
 	start := time.Now()
 	f := newFixture(t, bed, map[string]int32{
-		"managed":     4,
-		"failover":    2,
-		"active":      2,
-		"restart":     2,
-		"offsets-log": 2,
-		"admin-poll":  2,
-		"excluded":    1,
+		"managed":            4,
+		"failover":           2,
+		"active":             2,
+		"restart":            2,
+		"restart-admin-poll": 2,
+		"offsets-log":        2,
+		"admin-poll":         2,
+		"excluded":           1,
 	})
 	t.Logf("fixture ready in %s", time.Since(start).Round(time.Millisecond))
 
@@ -53,7 +54,8 @@ func TestPipelineOnKafka(t *testing.T) {
 	t.Run("managed-config", f.testManagedConfig)
 	t.Run("failover", f.testFailover)
 	t.Run("active-target-group", f.testActiveTargetGroup)
-	t.Run("restart", f.testRestart)
+	t.Run("restart", f.testRestart("restart", ""))
+	t.Run("restart,commit-source=admin-poll", f.testRestart("restart-admin-poll", "admin-poll"))
 	t.Run("excluded-group", f.testExcludedGroup)
 	t.Run("commit-source=offsets-log", f.testCommitSource("offsets-log"))
 	t.Run("commit-source=admin-poll", f.testCommitSource("admin-poll"))
@@ -504,11 +506,14 @@ func (f *fixture) requireActive(t *testing.T, group string) {
 // follows. Downstream offsets never decrease, the last checkpoint is the
 // final commit's translation and the target group follows. A third instance
 // started with nothing new to checkpoint emits nothing.
-func (f *fixture) testRestart(t *testing.T) {
-	const key = "restart"
+func (f *fixture) testRestart(key, commitSource string) func(*testing.T) {
+	return func(t *testing.T) { f.restart(t, key, commitSource) }
+}
+
+func (f *fixture) restart(t *testing.T, key, commitSource string) {
 	topic := f.topics[key]
 	group := kafkatest.UniqueName(t, "grp")
-	cfgPath := writeConfig(t, "checkpointd.yaml", f.props(t, []string{group}, ""))
+	cfgPath := writeConfig(t, "checkpointd.yaml", f.props(t, []string{group}, commitSource))
 	history := make(map[int32][]int64)
 	prevEnds := make(map[int32]int64)
 
