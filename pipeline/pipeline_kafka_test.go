@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -228,11 +229,14 @@ func (f *fixture) testFailover(t *testing.T) {
 	}
 	all := f.bed.Source.ReadAll(t, topic)
 
-	// The source consumer: quota records per partition, marked and committed.
+	// The source consumer: quota records per partition, marked, then one
+	// commit of every partition. (Commits in between could be checkpointed
+	// with the same downstream offset, and MM2 then keeps the earlier one.)
 	var mu sync.Mutex
 	seenSource := make(map[string]bool)
 	counts := make(map[int32]int)
-	reached := make(chan int32, f.partitions[key])
+	full := 0
+	committed := make(chan struct{})
 	src := join(t, f.bed.Source, group, topic, sarama.OffsetOldest, func(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
 		for {
 			select {
@@ -246,8 +250,10 @@ func (f *fixture) testFailover(t *testing.T) {
 					counts[msg.Partition]++
 					s.MarkMessage(msg, metadata)
 					if counts[msg.Partition] == quota {
-						s.Commit()
-						reached <- msg.Partition
+						if full++; full == int(f.partitions[key]) {
+							s.Commit()
+							close(committed)
+						}
 					}
 				}
 				mu.Unlock()
@@ -256,23 +262,24 @@ func (f *fixture) testFailover(t *testing.T) {
 			}
 		}
 	})
-	for range f.partitions[key] {
-		select {
-		case <-reached:
-		case <-time.After(waitTimeout):
-			t.Fatalf("source consumer did not read %d records per partition within %s (counts %v)", quota, waitTimeout, counts)
-		}
+	select {
+	case <-committed:
+	case <-time.After(waitTimeout):
+		mu.Lock()
+		got := maps.Clone(counts)
+		mu.Unlock()
+		t.Fatalf("source consumer did not read %d records per partition within %s (counts %v)", quota, waitTimeout, got)
 	}
 	src.stop(t)
-	committed := f.bed.Source.CommittedOffsets(t, group)
+	offsets := f.bed.Source.CommittedOffsets(t, group)
 	commits := make(map[int32]int64)
 	history := make(map[int32][]int64)
-	for tp, o := range committed {
+	for tp, o := range offsets {
 		commits[tp.Partition] = o
 		history[tp.Partition] = []int64{o}
 	}
 	if len(commits) != int(f.partitions[key]) {
-		t.Fatalf("source group committed %v, want every partition", committed)
+		t.Fatalf("source group committed %v, want every partition", offsets)
 	}
 	t.Logf("source group %s committed %v", group, commits)
 
