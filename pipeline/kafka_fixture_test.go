@@ -227,8 +227,10 @@ func (f *fixture) stop(t *testing.T, in *instance) {
 	delete(f.running, in)
 	f.mu.Unlock()
 	in.cancel()
+	began := time.Now()
 	select {
 	case err := <-in.done:
+		t.Logf("checkpointd %s stopped in %s", in.name, time.Since(began).Round(time.Millisecond))
 		if err != nil {
 			t.Errorf("checkpointd %s: Run returned %v after its context was cancelled; want nil (graceful shutdown)", in.name, err)
 		}
