@@ -50,6 +50,9 @@ type Checkpointer struct {
 	// one __consumer_offsets partition).
 	shards     map[int32]*shard
 	groupShard map[string]int32
+	// emittedHere holds the groups this instance emitted checkpoints for
+	// since it was assigned their shard.
+	emittedHere map[string]struct{}
 
 	syncsRead       bool
 	checkpointsRead bool
@@ -81,12 +84,15 @@ func NewCheckpointer(cfg CheckpointerConfig) (*Checkpointer, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Checkpointer{
-		cfg:        cfg,
-		index:      translate.NewIndex(translate.Options{CheckpointsLoaded: true}),
-		commits:    translate.NewCommits(),
-		emitted:    translate.NewCheckpoints(),
-		shards:     make(map[int32]*shard),
-		groupShard: make(map[string]int32),
+		cfg: cfg,
+		// The gate opens only after the checkpoints topic was read to its end,
+		// so checkpoints are always loaded before the first decision.
+		index:       translate.NewIndex(translate.Options{CheckpointsLoaded: true}),
+		commits:     translate.NewCommits(),
+		emitted:     translate.NewCheckpoints(),
+		shards:      make(map[int32]*shard),
+		groupShard:  make(map[string]int32),
+		emittedHere: make(map[string]struct{}),
 	}, nil
 }
 
@@ -141,12 +147,13 @@ func (c *Checkpointer) CheckpointsReadToEnd(ctx context.Context) {
 }
 
 // CheckpointSeen restores a checkpoint read from the checkpoints topic (MM2's
-// CheckpointStore). Groups this instance owns are skipped: their state is
-// already ahead of the log, which may still hold older records of ours.
+// CheckpointStore). Groups this instance has emitted for since it took them
+// over are skipped: their state is ahead of the log, whose tail may still
+// hold older records of ours.
 func (c *Checkpointer) CheckpointSeen(cp messages.Checkpoint) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, owned := c.groupShard[cp.Group]; owned {
+	if _, ours := c.emittedHere[cp.Group]; ours {
 		return
 	}
 	c.emitted.Load(cp.Group, cp.TopicPartition, cp.UpstreamOffset, cp.DownstreamOffset)
@@ -194,6 +201,7 @@ func (c *Checkpointer) dropShard(p int32) {
 	for group := range sh.groups {
 		c.commits.DeleteGroup(group)
 		delete(c.groupShard, group)
+		delete(c.emittedHere, group)
 	}
 	delete(c.shards, p)
 }
@@ -299,6 +307,7 @@ func (c *Checkpointer) evaluate(ctx context.Context, group string, tp messages.T
 		DownstreamOffset: tr.Downstream,
 		Metadata:         cm.Metadata,
 	}
+	c.emittedHere[group] = struct{}{}
 	c.cfg.Emitter.Emit(ctx, cp)
 	c.cfg.Observer.CheckpointEmitted(cp, cm.Time)
 }

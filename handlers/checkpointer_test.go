@@ -175,10 +175,32 @@ func TestCheckpointerRestoredCheckpointsKeepMonotonic(t *testing.T) {
 	if got := rec.take(); len(got) != 0 {
 		t.Fatalf("emitted a lower checkpoint after restart: %+v", got)
 	}
-	// Records of groups we own are ignored by the tail: our state is newer.
-	c.CheckpointSeen(cp("g", 1, 1))
 	c.ApplySync(ctx, syncOf(orders0, 100, 96))
 	wantCheckpoints(t, rec.take(), cp("g", 100, 96))
+	// Once we emitted for a group, older records of ours that the tail
+	// reads late must not pull its state back.
+	c.CheckpointSeen(cp("g", 100, 95))
+	c.ApplySync(ctx, syncOf(orders0, 99, 95))
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("a late tail record pulled the state back: %+v", got)
+	}
+}
+
+func TestCheckpointerRestoresGroupsSeenBeforeTheirCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	c, rec := newTestCheckpointer(t, ".*", ".*")
+	// The commit source may deliver a group before the checkpoints tail has
+	// restored it; the restore must still count.
+	c.ShardAssigned(0)
+	c.SourceCommit(ctx, 0, commitRec("g", orders0, 100), time.Time{})
+	c.ShardCaughtUp(ctx, 0)
+	c.CheckpointSeen(cp("g", 100, 95))
+	c.ApplySync(ctx, syncOf(orders0, 10, 10))
+	c.SyncsReadToEnd(ctx)
+	c.CheckpointsReadToEnd(ctx)
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("restore ignored: emitted %+v below the restored (100 -> 95)", got)
+	}
 }
 
 func TestCheckpointerRevokeForgetsGroups(t *testing.T) {

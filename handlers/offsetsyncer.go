@@ -10,6 +10,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/checkpointd/checkpointd/handlers/filter"
 	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
@@ -32,6 +33,10 @@ type TargetGroups interface {
 // OffsetSyncerConfig configures the commit stage.
 type OffsetSyncerConfig struct {
 	Target TargetGroups
+	// Groups selects the groups to sync (groups/groups.exclude): the topic
+	// also holds checkpoints other writers (Java MM2) made for other groups.
+	// Nil syncs every group.
+	Groups filter.Matcher
 	// RetryInterval is how long a group that could not be synced (active on
 	// the target, errors, missing topics) waits before the next attempt:
 	// sync.group.offsets.interval.seconds. New checkpoints are committed at once.
@@ -110,6 +115,9 @@ func (s *OffsetSyncer) HandleCheckpoint(msg *message.Message) error {
 	cp, err := messages.DecodeCheckpoint(rec.Key, rec.Value)
 	if err != nil {
 		s.cfg.Logger.Warn("skipping malformed checkpoint", "topic", rec.Topic, "offset", rec.Offset, "error", err)
+		return nil
+	}
+	if s.cfg.Groups != nil && !s.cfg.Groups.Match(cp.Group) {
 		return nil
 	}
 	s.mu.Lock()

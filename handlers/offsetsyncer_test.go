@@ -9,6 +9,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/checkpointd/checkpointd/handlers/filter"
 	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
@@ -213,5 +214,24 @@ func TestOffsetSyncerSkipsBadRecords(t *testing.T) {
 	handle(t, s, envelope.NewControl(envelope.Assigned, "cp", 0), bad, tomb)
 	if s.Pending() != 0 {
 		t.Fatalf("bad records became pending work: %d", s.Pending())
+	}
+}
+
+func TestOffsetSyncerSkipsFilteredGroups(t *testing.T) {
+	target := newMemTarget()
+	target.existing[tp0] = true
+	only, err := filter.New("app-.*", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewOffsetSyncer(OffsetSyncerConfig{Target: target, Groups: only})
+	handle(t, s, envelope.NewControl(envelope.Assigned, "cp", 0), envelope.NewControl(envelope.CaughtUp, "cp", 0),
+		checkpointMsg(t, 0, cpFor("other", tp0, 3)), checkpointMsg(t, 1, cpFor("app-1", tp0, 4)))
+	s.Round(context.Background(), time.Unix(100, 0))
+	if _, ok := target.offsets["other"]; ok {
+		t.Fatal("committed into a group the filter excludes")
+	}
+	if target.offsets["app-1"][tp0] != 4 {
+		t.Fatalf("app-1 = %v", target.offsets["app-1"])
 	}
 }

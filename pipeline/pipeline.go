@@ -28,6 +28,7 @@ type Pipeline struct {
 	opts   options
 	logger *slog.Logger
 
+	groupFilter  filter.Matcher
 	checkpointer *handlers.Checkpointer
 	outbox       *handlers.Outbox
 	syncer       *handlers.OffsetSyncer
@@ -88,6 +89,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	p.groupFilter = groupFilter
 
 	targetAdminCfg, err := p.cfg.SaramaConfig(config.TargetAdmin)
 	if err != nil {
@@ -192,6 +194,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 		}
 		p.syncer = handlers.NewOffsetSyncer(handlers.OffsetSyncerConfig{
 			Target:        targetgroups.SyncTarget{Client: tg},
+			Groups:        p.groupFilter,
 			RetryInterval: p.cfg.SyncGroupOffsetsInterval,
 			Logger:        p.logger,
 		})
