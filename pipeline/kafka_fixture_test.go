@@ -38,14 +38,16 @@ const (
 // topic the scenarios use, and tails of the offset-syncs topic (source) and
 // the checkpoints topic (target).
 type fixture struct {
-	bed         *kafkatest.Bed
-	mm2         *kafkatest.MM2
-	topics      map[string]string // scenario key -> source topic
-	partitions  map[string]int32  // scenario key -> partition count
-	syncs       *tail             // mm2-offset-syncs.target.internal on the source
-	checkpoints *tail             // source.checkpoints.internal on the target
-	targetAdmin sarama.ClusterAdmin
-	sourceAdmin sarama.ClusterAdmin
+	bed          *kafkatest.Bed
+	mm2          *kafkatest.MM2
+	topics       map[string]string // scenario key -> source topic
+	partitions   map[string]int32  // scenario key -> partition count
+	syncs        *tail             // mm2-offset-syncs.target.internal on the source
+	checkpoints  *tail             // source.checkpoints.internal on the target
+	targetAdmin  sarama.ClusterAdmin
+	sourceAdmin  sarama.ClusterAdmin
+	sourceClient sarama.Client
+	targetClient sarama.Client
 
 	mu      sync.Mutex
 	running map[*instance]struct{} // checkpointd instances started and not stopped
@@ -60,12 +62,14 @@ type fixture struct {
 func newFixture(t *testing.T, bed *kafkatest.Bed, topics map[string]int32) *fixture {
 	t.Helper()
 	f := &fixture{
-		bed:         bed,
-		topics:      make(map[string]string),
-		partitions:  topics,
-		targetAdmin: bed.Target.Admin(t),
-		sourceAdmin: bed.Source.Admin(t),
-		running:     make(map[*instance]struct{}),
+		bed:          bed,
+		topics:       make(map[string]string),
+		partitions:   topics,
+		targetAdmin:  bed.Target.Admin(t),
+		sourceAdmin:  bed.Source.Admin(t),
+		sourceClient: bed.Source.Client(t),
+		targetClient: bed.Target.Client(t),
+		running:      make(map[*instance]struct{}),
 	}
 	f.precreateCheckpointsTopic(t)
 	var names []string
@@ -114,7 +118,8 @@ func (f *fixture) remote(topic string) string { return f.bed.RemoteTopic(topic) 
 // waitFor polls cond until it returns nil and fails the test after timeout
 // with cond's last error. It also fails at once if a checkpointd instance
 // stopped on its own.
-func (f *fixture) waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) {
+// explain, if given, adds context to the failure.
+func (f *fixture) waitFor(t *testing.T, timeout time.Duration, what string, cond func() error, explain ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -124,7 +129,11 @@ func (f *fixture) waitFor(t *testing.T, timeout time.Duration, what string, cond
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: gave up after %s: %v", what, timeout, err)
+			var more string
+			for _, e := range explain {
+				more += e()
+			}
+			t.Fatalf("waiting for %s: gave up after %s: %v%s", what, timeout, err, more)
 		}
 		time.Sleep(pollEvery)
 	}
@@ -443,6 +452,15 @@ func (f *fixture) offsetSyncs(t *testing.T, topic string) map[int32][]messages.O
 	return out
 }
 
+// syncList renders syncs in topic order as upstream->downstream.
+func syncList(syncs []messages.OffsetSync) string {
+	parts := make([]string, len(syncs))
+	for i, s := range syncs {
+		parts[i] = fmt.Sprintf("%d->%d", s.UpstreamOffset, s.DownstreamOffset)
+	}
+	return strings.Join(parts, " ")
+}
+
 // translation is the test's own answer for a committed source offset g,
 // computed from every offset sync read (not from MM2's 64-slot sparse
 // history): S is the sync with the greatest upstream offset <= g, and the
@@ -494,6 +512,62 @@ func mm2Translation(syncs []messages.OffsetSync, g int64) (final int64, ok bool,
 	return final, ok, anyPrefix
 }
 
+// produce writes perPartition records to every partition of the scenario's
+// topic in rounds of at most round records per partition, waiting for MM2 to
+// mirror each round, as a steady producer would. MM2 sends at most 10 offset
+// syncs at a time and keeps only the newest queued one per partition, so a
+// burst leaves partitions with hardly any syncs (spec §5.3).
+func (f *fixture) produce(t *testing.T, key string, perPartition, round int) {
+	t.Helper()
+	topic := f.topics[key]
+	for done := 0; done < perPartition; done += round {
+		n := min(round, perPartition-done)
+		for p := range f.partitions[key] {
+			f.bed.Source.Produce(t, topic, p, n)
+		}
+		f.waitMirrored(t, topic)
+	}
+}
+
+// waitMirrored waits until the remote topic's end offsets reach the source
+// topic's (a fresh topic written by a plain producer: offsets match).
+func (f *fixture) waitMirrored(t *testing.T, topic string) {
+	t.Helper()
+	want, err := endOffsets(f.sourceClient, topic)
+	if err != nil {
+		t.Fatalf("end offsets of %s on the source: %v", topic, err)
+	}
+	var got map[int32]int64
+	f.waitFor(t, waitTimeout, "MM2 to mirror "+topic, func() error {
+		if got, err = endOffsets(f.targetClient, f.remote(topic)); err != nil {
+			return err
+		}
+		for p, end := range want {
+			if got[p] < end {
+				return fmt.Errorf("partition %d: %d of %d records mirrored", p, got[p], end)
+			}
+		}
+		return nil
+	}, func() string { return "\nmm2 log:\n" + f.mm2.LogTail(40) })
+}
+
+func endOffsets(client sarama.Client, topic string) (map[int32]int64, error) {
+	if err := client.RefreshMetadata(topic); err != nil {
+		return nil, err
+	}
+	parts, err := client.Partitions(topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int32]int64, len(parts))
+	for _, p := range parts {
+		if out[p], err = client.GetOffset(topic, p, sarama.OffsetNewest); err != nil {
+			return nil, fmt.Errorf("partition %d: %w", p, err)
+		}
+	}
+	return out, nil
+}
+
 // settle produces nothing; it waits until MM2 mirrored every record of topic
 // and wrote the offset sync of the last record of every partition, and
 // returns the end offsets and the syncs. With a running instance it also
@@ -503,8 +577,11 @@ func mm2Translation(syncs []messages.OffsetSync, g int64) (final int64, ok bool,
 func (f *fixture) settle(t *testing.T, key string, in *instance) (ends map[int32]int64, syncs map[int32][]messages.OffsetSync) {
 	t.Helper()
 	topic := f.topics[key]
-	f.mm2.WaitReplicated(t, topic)
-	ends = f.bed.Source.EndOffsets(t, topic)
+	f.waitMirrored(t, topic)
+	ends, err := endOffsets(f.sourceClient, topic)
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", topic, err)
+	}
 	f.waitFor(t, waitTimeout, "offset syncs of the last records of "+topic, func() error {
 		syncs = f.offsetSyncs(t, topic)
 		for p, end := range ends {
@@ -673,6 +750,14 @@ func (f *fixture) waitCheckpoints(t *testing.T, group, topic string, commits map
 			out[p] = cp
 		}
 		return nil
+	}, func() string {
+		var b strings.Builder
+		syncs := f.offsetSyncs(t, topic)
+		for p, g := range commits {
+			want, ok, _ := mm2Translation(syncs[p], g)
+			fmt.Fprintf(&b, "\npartition %d: commit %d, MM2's store gives %d (found %v); offset syncs in order: %s", p, g, want, ok, syncList(syncs[p]))
+		}
+		return b.String()
 	})
 	syncs := f.offsetSyncs(t, topic)
 	for p, cp := range out {

