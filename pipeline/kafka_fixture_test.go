@@ -45,7 +45,6 @@ type fixture struct {
 	syncs        *tail             // mm2-offset-syncs.target.internal on the source
 	checkpoints  *tail             // source.checkpoints.internal on the target
 	targetAdmin  sarama.ClusterAdmin
-	sourceAdmin  sarama.ClusterAdmin
 	sourceClient sarama.Client
 	targetClient sarama.Client
 
@@ -66,7 +65,6 @@ func newFixture(t *testing.T, bed *kafkatest.Bed, topics map[string]int32) *fixt
 		topics:       make(map[string]string),
 		partitions:   topics,
 		targetAdmin:  bed.Target.Admin(t),
-		sourceAdmin:  bed.Source.Admin(t),
 		sourceClient: bed.Source.Client(t),
 		targetClient: bed.Target.Client(t),
 		running:      make(map[*instance]struct{}),
