@@ -29,6 +29,7 @@ type Pipeline struct {
 	logger *slog.Logger
 
 	groupFilter  filter.Matcher
+	commitTopic  string
 	checkpointer *handlers.Checkpointer
 	outbox       *handlers.Outbox
 	syncer       *handlers.OffsetSyncer
@@ -71,7 +72,7 @@ func (p *Pipeline) Topics() Topics { return p.topics() }
 
 func (p *Pipeline) topics() Topics {
 	pol := p.cfg.Policy
-	t := Topics{Checkpoints: pol.CheckpointsTopic(p.cfg.SourceAlias)}
+	t := Topics{Checkpoints: pol.CheckpointsTopic(p.cfg.SourceAlias), CommitSource: p.commitTopic}
 	if p.cfg.OffsetSyncsTopicLocation == "target" {
 		t.OffsetSyncs = pol.OffsetSyncsTopic(p.cfg.SourceAlias)
 		t.OffsetSyncsOnTarget = true
@@ -164,6 +165,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	p.commitTopic = commitTopic
 	p.translate.AddConsumerHandler("translate_commits", commitTopic, commitSub, p.checkpointer.HandleSourceCommit)
 	if p.opts.translateHook != nil {
 		p.opts.translateHook(p.translate)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -81,6 +82,18 @@ func (p *Pipeline) offsetsLogReadable(ctx context.Context) (bool, string) {
 	}
 	defer client.Close()
 	parts, err := client.Partitions(consumerOffsetsTopic)
+	if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+		// Kafka creates __consumer_offsets on the first group request, so a
+		// fresh cluster has none yet. Looking up our own group's coordinator
+		// makes the broker create it; a service that hides the topic still
+		// answers "unknown" after that.
+		_, _ = client.Coordinator(p.cfg.GroupID)
+		for attempt := 0; attempt < 10 && errors.Is(err, sarama.ErrUnknownTopicOrPartition) && ctx.Err() == nil; attempt++ {
+			time.Sleep(500 * time.Millisecond)
+			_ = client.RefreshMetadata(consumerOffsetsTopic)
+			parts, err = client.Partitions(consumerOffsetsTopic)
+		}
+	}
 	if err != nil {
 		return false, fmt.Sprintf("metadata: %v", err)
 	}
