@@ -1,0 +1,221 @@
+// Package metrics exports checkpointd's Prometheus metrics and serves them,
+// with the health endpoints, over HTTP.
+//
+// Metrics implements handlers.Observer (translate decisions), has hooks for
+// the commit stage (TargetResult) and the readers (ReaderRecord), and adds
+// Watermill's router metrics to the routers it is given. Label cardinality
+// is bounded by configuration: with GroupLabels off the group label is
+// always empty.
+package metrics
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	wmetrics "github.com/ThreeDotsLabs/watermill/components/metrics"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/checkpointd/checkpointd/handlers"
+	"github.com/checkpointd/checkpointd/handlers/groupsync"
+	"github.com/checkpointd/checkpointd/messages"
+)
+
+// Namespace prefixes every checkpointd metric.
+const Namespace = "checkpointd"
+
+// Config says what the metrics describe.
+type Config struct {
+	// Source and Target are the cluster aliases (MM2's source and target tags).
+	Source, Target string
+	// GroupLabels labels metrics per consumer group
+	// (checkpointd.metrics.group.labels); off, the group label is empty.
+	GroupLabels bool
+	// Registry to register in; nil makes a new one with the Go and process
+	// collectors.
+	Registry *prometheus.Registry
+	// LatencyBuckets are the buckets (seconds) of the latency and delay
+	// histograms; nil means DefaultLatencyBuckets.
+	LatencyBuckets []float64
+}
+
+// DefaultLatencyBuckets span a few milliseconds (event-driven checkpoints) to
+// several minutes (MM2's one-minute emit interval, retries).
+var DefaultLatencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
+// Metrics holds checkpointd's collectors. Safe for concurrent use.
+type Metrics struct {
+	cfg Config
+	reg *prometheus.Registry
+
+	emitted      *prometheus.CounterVec
+	skipped      *prometheus.CounterVec
+	malformed    *prometheus.CounterVec
+	gate         prometheus.Gauge
+	latency      *prometheus.HistogramVec
+	targetResult *prometheus.CounterVec
+	commitDelay  *prometheus.HistogramVec
+	endToEnd     *prometheus.HistogramVec
+	readerLag    *prometheus.GaugeVec
+	readerOffset *prometheus.GaugeVec
+
+	mu sync.Mutex
+	// committedAt remembers, per (group, target partition), when the source
+	// commit behind the last checkpoint emitted here was written, so a target
+	// commit made on this instance can be measured from it.
+	committedAt map[groupTP]time.Time
+}
+
+type groupTP struct {
+	group string
+	tp    messages.TopicPartition
+}
+
+var _ handlers.Observer = (*Metrics)(nil)
+
+// New makes and registers the collectors.
+func New(cfg Config) *Metrics {
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+		cfg.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if cfg.LatencyBuckets == nil {
+		cfg.LatencyBuckets = DefaultLatencyBuckets
+	}
+	flow := prometheus.Labels{"source": cfg.Source, "target": cfg.Target}
+	m := &Metrics{cfg: cfg, reg: cfg.Registry, committedAt: make(map[groupTP]time.Time)}
+	m.emitted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "checkpoints_emitted_total", ConstLabels: flow,
+		Help: "Checkpoints decided and queued for the target's checkpoints topic.",
+	}, []string{"group", "topic"})
+	m.skipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "checkpoints_skipped_total", ConstLabels: flow,
+		Help: "Evaluations of a (group, partition) that gave no checkpoint, by reason.",
+	}, []string{"group", "reason"})
+	m.malformed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "records_malformed_total", ConstLabels: flow,
+		Help: "Records that could not be decoded and were passed over, by topic.",
+	}, []string{"topic"})
+	m.gate = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "gate_open", ConstLabels: flow,
+		Help: "1 once the offset syncs and the checkpoints were read to their end and translation started.",
+	})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "checkpoint_latency_seconds", ConstLabels: flow, Buckets: cfg.LatencyBuckets,
+		Help: "Time from the source commit to the checkpoint being emitted, per partition (MM2's checkpoint-latency-ms).",
+	}, []string{"group", "topic", "partition"})
+	m.targetResult = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "target_commits_total", ConstLabels: flow,
+		Help: "Outcomes of attempts to commit a checkpoint into a target group partition, by reason (committed or why not).",
+	}, []string{"group", "reason"})
+	m.commitDelay = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "target_commit_delay_seconds", ConstLabels: flow, Buckets: cfg.LatencyBuckets,
+		Help: "Time from the checkpoint record's timestamp to its commit into the target group.",
+	}, []string{"group", "topic", "partition"})
+	m.endToEnd = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "end_to_end_delay_seconds", ConstLabels: flow, Buckets: cfg.LatencyBuckets,
+		Help: "Time from the source commit to the target commit, for target commits of checkpoints emitted by this instance.",
+	}, []string{"group", "topic", "partition"})
+	m.readerLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "reader_lag_records", ConstLabels: flow,
+		Help: "Records between a reader's position and the partition's high watermark, per topic and partition.",
+	}, []string{"topic", "partition"})
+	m.readerOffset = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "reader_offset", ConstLabels: flow,
+		Help: "Offset of the last record a reader handled, per topic and partition.",
+	}, []string{"topic", "partition"})
+	m.reg.MustRegister(m.emitted, m.skipped, m.malformed, m.gate, m.latency, m.targetResult,
+		m.commitDelay, m.endToEnd, m.readerLag, m.readerOffset)
+	return m
+}
+
+// Registry is where the metrics are registered; collectors of other parts
+// of the service may be added to it.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+func (m *Metrics) group(g string) string {
+	if m.cfg.GroupLabels {
+		return g
+	}
+	return ""
+}
+
+func partition(p int32) string { return strconv.Itoa(int(p)) }
+
+// CheckpointEmitted implements handlers.Observer.
+func (m *Metrics) CheckpointEmitted(cp messages.Checkpoint, committedAt time.Time) {
+	g := m.group(cp.Group)
+	m.emitted.WithLabelValues(g, cp.TopicPartition.Topic).Inc()
+	if committedAt.IsZero() {
+		return
+	}
+	m.latency.WithLabelValues(g, cp.TopicPartition.Topic, partition(cp.TopicPartition.Partition)).
+		Observe(max(time.Since(committedAt), 0).Seconds())
+	m.mu.Lock()
+	m.committedAt[groupTP{cp.Group, cp.TopicPartition}] = committedAt
+	m.mu.Unlock()
+}
+
+// CheckpointSkipped implements handlers.Observer.
+func (m *Metrics) CheckpointSkipped(group string, _ messages.TopicPartition, reason string) {
+	m.skipped.WithLabelValues(m.group(group), reason).Inc()
+}
+
+// RecordMalformed implements handlers.Observer.
+func (m *Metrics) RecordMalformed(topic string, _ int32, _ int64, _ error) {
+	m.malformed.WithLabelValues(topic).Inc()
+}
+
+// GateOpened implements handlers.Observer.
+func (m *Metrics) GateOpened() { m.gate.Set(1) }
+
+// TargetResult is handlers.OffsetSyncerConfig.OnResult: the outcome of one
+// attempt to commit a checkpoint (recorded at checkpointAt) into a target
+// group partition.
+func (m *Metrics) TargetResult(group string, tp messages.TopicPartition, reason groupsync.Reason, checkpointAt time.Time) {
+	g := m.group(group)
+	m.targetResult.WithLabelValues(g, string(reason)).Inc()
+	if reason != groupsync.Committed {
+		return
+	}
+	now := time.Now()
+	p := partition(tp.Partition)
+	if !checkpointAt.IsZero() {
+		m.commitDelay.WithLabelValues(g, tp.Topic, p).Observe(max(now.Sub(checkpointAt), 0).Seconds())
+	}
+	m.mu.Lock()
+	at, ok := m.committedAt[groupTP{group, tp}]
+	if ok {
+		delete(m.committedAt, groupTP{group, tp})
+	}
+	m.mu.Unlock()
+	if ok {
+		m.endToEnd.WithLabelValues(g, tp.Topic, p).Observe(max(now.Sub(at), 0).Seconds())
+	}
+}
+
+// ReaderRecord is kafkalog.Hooks.OnRecord: a reader handled the record at
+// offset of a partition whose high watermark was highWatermark.
+func (m *Metrics) ReaderRecord(topic string, p int32, offset, highWatermark int64) {
+	ps := partition(p)
+	m.readerOffset.WithLabelValues(topic, ps).Set(float64(offset))
+	m.readerLag.WithLabelValues(topic, ps).Set(float64(max(highWatermark-offset-1, 0)))
+}
+
+// GaugeFunc registers a gauge read when scraped, such as a size or a queue
+// length; name gets the checkpointd_ prefix.
+func (m *Metrics) GaugeFunc(name, help string, f func() float64) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: name, Help: help,
+		ConstLabels: prometheus.Labels{"source": m.cfg.Source, "target": m.cfg.Target},
+	}, f))
+}
+
+// AddRouter adds Watermill's router metrics to r (handler execution time,
+// publish time, messages received, labelled by handler; handler names are
+// unique over both routers). Call it before the router runs.
+func (m *Metrics) AddRouter(r *message.Router) {
+	wmetrics.NewPrometheusMetricsBuilder(m.reg, Namespace, "router").AddPrometheusRouterMetrics(r)
+}
