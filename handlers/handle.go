@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -16,52 +17,48 @@ var errTombstone = errors.New("unexpected tombstone (null value)")
 // HandleOffsetSync is the index stage: a Watermill handler over the
 // offset-syncs topic, read from its beginning by every instance.
 func (c *Checkpointer) HandleOffsetSync(msg *message.Message) error {
-	if ctl, _, _, ok := envelope.ControlOf(msg); ok {
-		if ctl == envelope.CaughtUp {
-			c.SyncsReadToEnd(msg.Context())
+	return c.handleWholeTopic(msg, c.SyncsReadToEnd, func(rec envelope.Record) error {
+		sync, err := messages.DecodeOffsetSync(rec.Key, rec.Value)
+		if err == nil {
+			c.ApplySync(msg.Context(), sync)
 		}
-		return nil
-	}
-	rec, err := envelope.ToRecord(msg)
-	if err != nil {
-		return fmt.Errorf("offset sync message: %w", err)
-	}
-	if rec.Tombstone() {
-		c.malformed(rec, errTombstone)
-		return nil
-	}
-	sync, err := messages.DecodeOffsetSync(rec.Key, rec.Value)
-	if err != nil {
-		c.malformed(rec, err)
-		return nil
-	}
-	c.ApplySync(msg.Context(), sync)
-	return nil
+		return err
+	})
 }
 
 // HandleCheckpointRecord restores emitted checkpoints from the checkpoints
 // topic on the target; every instance reads it from its beginning.
 func (c *Checkpointer) HandleCheckpointRecord(msg *message.Message) error {
+	return c.handleWholeTopic(msg, c.CheckpointsReadToEnd, func(rec envelope.Record) error {
+		cp, err := messages.DecodeCheckpoint(rec.Key, rec.Value)
+		if err == nil {
+			c.CheckpointSeen(cp)
+		}
+		return err
+	})
+}
+
+// handleWholeTopic is the shape both whole-topic readers share: CaughtUp ends
+// the start-up read, tombstones and records that fail to decode are skipped
+// as malformed.
+func (c *Checkpointer) handleWholeTopic(msg *message.Message, readToEnd func(context.Context), apply func(envelope.Record) error) error {
 	if ctl, _, _, ok := envelope.ControlOf(msg); ok {
 		if ctl == envelope.CaughtUp {
-			c.CheckpointsReadToEnd(msg.Context())
+			readToEnd(msg.Context())
 		}
 		return nil
 	}
 	rec, err := envelope.ToRecord(msg)
 	if err != nil {
-		return fmt.Errorf("checkpoint message: %w", err)
+		return fmt.Errorf("%s message: %w", msg.Metadata.Get(envelope.MetaTopic), err)
 	}
 	if rec.Tombstone() {
 		c.malformed(rec, errTombstone)
 		return nil
 	}
-	cp, err := messages.DecodeCheckpoint(rec.Key, rec.Value)
-	if err != nil {
+	if err := apply(rec); err != nil {
 		c.malformed(rec, err)
-		return nil
 	}
-	c.CheckpointSeen(cp)
 	return nil
 }
 
