@@ -1,0 +1,87 @@
+package telemetry
+
+import (
+	"strconv"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/checkpointd/checkpointd/messages/envelope"
+)
+
+// ScopeName is the instrumentation scope of checkpointd's spans.
+const ScopeName = "github.com/checkpointd/checkpointd"
+
+// Attribute keys of checkpointd's own span attributes.
+const (
+	HandlerKey = attribute.Key("checkpointd.handler")
+)
+
+// Middleware traces each Kafka record a handler processes: it extracts the
+// W3C trace context the record carries in its headers (message metadata),
+// starts a `process <topic>` CONSUMER span as its child, and hands the
+// handler a message whose context holds that span, so what the handler
+// produces (checkpoints through the Outbox) carries the span's context in
+// its headers.
+//
+// groups maps a handler name to the consumer group its reader uses; handlers
+// reading without a group are not in it. Reader control messages
+// (envelope.ControlOf) are not records and pass untraced. A nil tp means the
+// global provider.
+func Middleware(tp trace.TracerProvider, groups map[string]string) message.HandlerMiddleware {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	tracer := tp.Tracer(ScopeName)
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			if _, _, _, ok := envelope.ControlOf(msg); ok {
+				return h(msg)
+			}
+			ctx := otel.GetTextMapPropagator().Extract(msg.Context(), propagation.MapCarrier(msg.Metadata))
+			topic := msg.Metadata.Get(envelope.MetaTopic)
+			if topic == "" {
+				topic = message.SubscribeTopicFromCtx(ctx)
+			}
+			handler := message.HandlerNameFromCtx(ctx)
+			attrs := []attribute.KeyValue{
+				semconv.MessagingSystemKafka,
+				semconv.MessagingOperationTypeProcess,
+				semconv.MessagingOperationName("process"),
+				semconv.MessagingDestinationName(topic),
+				semconv.MessagingMessageBodySize(len(msg.Payload)),
+				HandlerKey.String(handler),
+			}
+			if p := msg.Metadata.Get(envelope.MetaPartition); p != "" {
+				attrs = append(attrs, semconv.MessagingDestinationPartitionID(p))
+			}
+			if o, err := strconv.ParseInt(msg.Metadata.Get(envelope.MetaOffset), 10, 64); err == nil {
+				attrs = append(attrs, semconv.MessagingKafkaOffset(int(o)))
+			}
+			if g := groups[handler]; g != "" {
+				attrs = append(attrs, semconv.MessagingConsumerGroupName(g))
+			}
+			if msg.Metadata.Get(envelope.MetaTombstone) == "true" {
+				attrs = append(attrs, semconv.MessagingKafkaMessageTombstone(true))
+			}
+			ctx, span := tracer.Start(ctx, "process "+topic,
+				trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
+			defer span.End()
+			orig := msg.Context()
+			msg.SetContext(ctx)
+			out, err := h(msg)
+			msg.SetContext(orig)
+			if err != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, err.Error())
+				span.SetAttributes(semconv.ErrorTypeKey.String("handler_error"))
+			}
+			return out, err
+		}
+	}
+}
