@@ -4,9 +4,11 @@ import (
 	"log/slog"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/handlers/filter"
+	"github.com/checkpointd/checkpointd/infra/metrics"
 )
 
 // Option changes how New builds a pipeline.
@@ -22,6 +24,8 @@ type options struct {
 	checkpointHandlers []namedHandler
 	translateHook      func(*message.Router)
 	commitHook         func(*message.Router)
+	metrics            *metrics.Metrics
+	tracer             trace.TracerProvider
 }
 
 type namedHandler struct {
@@ -72,3 +76,14 @@ func WithTranslateRouter(fn func(*message.Router)) Option {
 func WithCommitRouter(fn func(*message.Router)) Option {
 	return func(o *options) { o.commitHook = fn }
 }
+
+// WithMetrics exports the pipeline's metrics through m: every decision (in
+// addition to WithObserver's observer), target commit outcomes, index size,
+// queue lengths and Watermill's router metrics. Serve them with
+// metrics.Listen; Ready is the readiness check for its /readyz.
+func WithMetrics(m *metrics.Metrics) Option { return func(o *options) { o.metrics = m } }
+
+// WithTracing traces every record the routers process with a `process
+// <topic>` span from tp (infra/telemetry), the child of the trace context in
+// the record's headers; checkpoints carry it on. Without it nothing is traced.
+func WithTracing(tp trace.TracerProvider) Option { return func(o *options) { o.tracer = tp } }

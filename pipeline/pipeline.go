@@ -14,9 +14,13 @@ import (
 
 	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/handlers/filter"
+	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
+	"github.com/checkpointd/checkpointd/infra/metrics"
 	"github.com/checkpointd/checkpointd/infra/targetgroups"
+	"github.com/checkpointd/checkpointd/infra/telemetry"
+	"github.com/checkpointd/checkpointd/messages"
 )
 
 // consumerOffsetsTopic is where Kafka keeps group commits.
@@ -36,6 +40,9 @@ type Pipeline struct {
 
 	translate *message.Router
 	commit    *message.Router // nil when sync.group.offsets.enabled=false
+
+	traceGroups map[string]string       // handler -> consumer group, for span attributes
+	probes      []*metrics.ClusterProbe // clusters /readyz checks
 
 	closers []func() error
 }
@@ -59,7 +66,7 @@ func New(ctx context.Context, cfg *config.Config, opt ...Option) (*Pipeline, err
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
-	p := &Pipeline{cfg: cfg, opts: o, logger: o.logger}
+	p := &Pipeline{cfg: cfg, opts: o, logger: o.logger, traceGroups: make(map[string]string)}
 	if err := p.build(ctx); err != nil {
 		p.close()
 		return nil, err
@@ -122,6 +129,11 @@ func (p *Pipeline) build(ctx context.Context) error {
 	p.closers = append(p.closers, pub.Close)
 	p.outbox = handlers.NewOutbox(pub, topics.Checkpoints, 1024, log)
 
+	observer := p.opts.observer
+	if p.opts.metrics != nil {
+		observer = metrics.Join(observer, p.opts.metrics)
+	}
+
 	p.checkpointer, err = handlers.NewCheckpointer(handlers.CheckpointerConfig{
 		SourceAlias: p.cfg.SourceAlias,
 		TargetAlias: p.cfg.TargetAlias,
@@ -129,7 +141,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		Topics:      topicFilter,
 		Groups:      groupFilter,
 		Emitter:     p.outbox,
-		Observer:    p.opts.observer,
+		Observer:    observer,
 		Logger:      log,
 	})
 	if err != nil {
@@ -167,6 +179,9 @@ func (p *Pipeline) build(ctx context.Context) error {
 	}
 	p.commitTopic = commitTopic
 	p.translate.AddConsumerHandler("translate_commits", commitTopic, commitSub, p.checkpointer.HandleSourceCommit)
+	if commitTopic == consumerOffsetsTopic {
+		p.traceGroups["translate_commits"] = p.cfg.GroupID
+	}
 	if p.opts.translateHook != nil {
 		p.opts.translateHook(p.translate)
 	}
@@ -174,6 +189,56 @@ func (p *Pipeline) build(ctx context.Context) error {
 	// Commit stage.
 	if p.cfg.SyncGroupOffsets || len(p.opts.checkpointHandlers) > 0 {
 		if err := p.buildCommitRouter(topics, targetClient); err != nil {
+			return err
+		}
+	}
+	return p.instrument(targetClient)
+}
+
+// instrument sets up the readiness probes and, WithMetrics, the metrics that
+// are read from the pipeline's parts.
+func (p *Pipeline) instrument(targetClient sarama.Client) error {
+	sourceCfg, err := p.cfg.SaramaConfig(config.SourceAdmin)
+	if err != nil {
+		return fmt.Errorf("source admin client config: %w", err)
+	}
+	source := metrics.DialClusterProbe("source "+p.cfg.SourceAlias, func() (sarama.Client, error) {
+		return sarama.NewClient(p.cfg.Source.BootstrapServers, sourceCfg)
+	})
+	p.closers = append(p.closers, source.Close)
+	p.probes = []*metrics.ClusterProbe{source, metrics.NewClusterProbe("target "+p.cfg.TargetAlias, targetClient)}
+
+	m := p.opts.metrics
+	if m == nil {
+		return nil
+	}
+	m.AddRouter(p.translate)
+	if p.commit != nil {
+		m.AddRouter(p.commit)
+	}
+	ix := p.checkpointer.Index()
+	m.GaugeFunc("index_partitions", "Partitions with at least one offset sync in the translation index.",
+		func() float64 { return float64(ix.Stats().Partitions) })
+	m.GaugeFunc("index_syncs", "Offset syncs held in the translation index over all partitions.",
+		func() float64 { return float64(ix.Stats().Syncs) })
+	m.GaugeFunc("outbox_queued", "Checkpoints decided and waiting to be published.",
+		func() float64 { return float64(p.outbox.Len()) })
+	if p.syncer != nil {
+		m.GaugeFunc("target_groups_pending", "Target groups with checkpoints not yet committed (commit stage).",
+			func() float64 { return float64(p.syncer.Pending()) })
+	}
+	return nil
+}
+
+// Ready reports nil once the gate is open (the offset syncs and the
+// checkpoints were read to their end) and both clusters answer, else why not:
+// the check behind /readyz.
+func (p *Pipeline) Ready(ctx context.Context) error {
+	if !p.checkpointer.GateOpen() {
+		return errors.New("gate closed: offset syncs and checkpoints not read to their end yet")
+	}
+	for _, probe := range p.probes {
+		if err := probe.Check(ctx); err != nil {
 			return err
 		}
 	}
@@ -190,6 +255,10 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			p.cfg.GroupID+"-"+suffix, false)
 	}
 	if p.cfg.SyncGroupOffsets {
+		var onResult func(string, messages.TopicPartition, groupsync.Reason, time.Time)
+		if p.opts.metrics != nil {
+			onResult = p.opts.metrics.TargetResult
+		}
 		tg, err := targetgroups.New(targetClient, p.logger)
 		if err != nil {
 			return fmt.Errorf("target groups: %w", err)
@@ -198,6 +267,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			Target:        targetgroups.SyncTarget{Client: tg},
 			Groups:        p.groupFilter,
 			RetryInterval: p.cfg.SyncGroupOffsetsInterval,
+			OnResult:      onResult,
 			Logger:        p.logger,
 		})
 		sub, err := newLeaseReader("commit")
@@ -205,6 +275,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			return fmt.Errorf("commit-router reader: %w", err)
 		}
 		r.AddConsumerHandler("sync_target_offsets", topics.Checkpoints, sub, p.syncer.HandleCheckpoint)
+		p.traceGroups["sync_target_offsets"] = p.cfg.GroupID + "-commit"
 	}
 	for _, h := range p.opts.checkpointHandlers {
 		// Each handler holds its own lease: handlers sharing one group would
@@ -214,6 +285,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			return fmt.Errorf("reader for handler %s: %w", h.name, err)
 		}
 		r.AddConsumerHandler(h.name, topics.Checkpoints, sub, h.fn)
+		p.traceGroups[h.name] = p.cfg.GroupID + "-handler-" + h.name
 	}
 	if p.opts.commitHook != nil {
 		p.opts.commitHook(r)
@@ -231,6 +303,9 @@ func (p *Pipeline) newRouter(name string, extra []message.HandlerMiddleware) (*m
 		return nil, fmt.Errorf("%s router: %w", name, err)
 	}
 	r.AddMiddleware(middleware.Recoverer)
+	if p.opts.tracer != nil {
+		r.AddMiddleware(telemetry.Middleware(p.opts.tracer, p.traceGroups))
+	}
 	r.AddMiddleware(extra...)
 	return r, nil
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/checkpointd/checkpointd/infra/config"
+	"github.com/checkpointd/checkpointd/infra/metrics"
+	"github.com/checkpointd/checkpointd/infra/telemetry"
 	"github.com/checkpointd/checkpointd/pipeline"
 )
 
@@ -71,12 +73,44 @@ func runService(ctx context.Context, args []string, _, stderr io.Writer) error {
 	logger.Info("starting checkpointd", "version", version,
 		"flow", cfg.SourceAlias+"->"+cfg.TargetAlias, "sync_group_offsets", cfg.SyncGroupOffsets)
 
+	opts := []pipeline.Option{pipeline.WithLogger(logger)}
+	tracing, err := telemetry.Setup(ctx, telemetry.Options{ServiceVersion: version, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tracing.Shutdown(flushCtx); err != nil {
+			logger.Warn("flushing traces failed", "error", err)
+		}
+	}()
+	if tracing.Enabled() {
+		opts = append(opts, pipeline.WithTracing(tracing.TracerProvider()))
+	}
+
+	// Metrics and health are served from the start: alive while connecting,
+	// ready once the pipeline's gate is open.
+	var health metrics.Health
+	var m *metrics.Metrics
+	if cfg.MetricsAddress != "" {
+		m = metrics.New(metrics.Config{Source: cfg.SourceAlias, Target: cfg.TargetAlias, GroupLabels: cfg.MetricsGroupLabels})
+		opts = append(opts, pipeline.WithMetrics(m))
+	}
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	served := make(chan struct{})
+	defer func() { stopServing(); <-served }()
+	if err := serveObservability(serveCtx, cfg, m, &health, logger, served); err != nil {
+		return err
+	}
+
 	startCtx, cancel := context.WithTimeout(ctx, cfg.AdminTimeout+30*time.Second)
-	p, err := pipeline.New(startCtx, cfg, pipeline.WithLogger(logger))
+	p, err := pipeline.New(startCtx, cfg, opts...)
 	cancel()
 	if err != nil {
 		return err
 	}
+	health.SetReady(p.Ready)
 	t := p.Topics()
 	logger.Info("pipeline ready", "offset_syncs", t.OffsetSyncs, "checkpoints", t.Checkpoints)
 	err = p.Run(ctx)
@@ -111,5 +145,56 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	fmt.Fprintln(stdout, "configuration is valid")
+	return nil
+}
+
+// serveObservability starts the metrics server (checkpointd.metrics.address)
+// and the health endpoints (checkpointd.health.address): one server when the
+// addresses are the same. served is closed when every server has stopped
+// after ctx ends.
+func serveObservability(ctx context.Context, cfg *config.Config, m *metrics.Metrics, h *metrics.Health, logger *slog.Logger, served chan<- struct{}) error {
+	var servers []*metrics.Server
+	listen := func(addr string, m *metrics.Metrics, h *metrics.Health) error {
+		srv, err := metrics.Listen(addr, m, h, logger)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, srv)
+		return nil
+	}
+	var err error
+	switch {
+	case cfg.MetricsAddress != "" && cfg.MetricsAddress == cfg.HealthAddress:
+		err = listen(cfg.MetricsAddress, m, h)
+	default:
+		if cfg.MetricsAddress != "" {
+			err = listen(cfg.MetricsAddress, m, nil)
+		}
+		if err == nil && cfg.HealthAddress != "" {
+			err = listen(cfg.HealthAddress, nil, h)
+		}
+	}
+	done := make(chan error, len(servers))
+	for _, srv := range servers {
+		go func() { done <- srv.Serve(ctx) }()
+	}
+	if err != nil {
+		// Stop what was started; the caller's deferred wait sees served closed.
+		go func() {
+			for range servers {
+				<-done
+			}
+			close(served)
+		}()
+		return err
+	}
+	go func() {
+		for range servers {
+			if err := <-done; err != nil {
+				logger.Error("metrics/health server stopped", "error", err)
+			}
+		}
+		close(served)
+	}()
 	return nil
 }

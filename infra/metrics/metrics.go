@@ -61,6 +61,8 @@ type Metrics struct {
 	readerLag    *prometheus.GaugeVec
 	readerOffset *prometheus.GaugeVec
 
+	gauges map[string]prometheus.Collector // GaugeFunc collectors by name
+
 	mu sync.Mutex
 	// committedAt remembers, per (group, target partition), when the source
 	// commit behind the last checkpoint emitted here was written, so a target
@@ -85,7 +87,7 @@ func New(cfg Config) *Metrics {
 		cfg.LatencyBuckets = DefaultLatencyBuckets
 	}
 	flow := prometheus.Labels{"source": cfg.Source, "target": cfg.Target}
-	m := &Metrics{cfg: cfg, reg: cfg.Registry, committedAt: make(map[groupTP]time.Time)}
+	m := &Metrics{cfg: cfg, reg: cfg.Registry, gauges: make(map[string]prometheus.Collector), committedAt: make(map[groupTP]time.Time)}
 	m.emitted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "checkpoints_emitted_total", ConstLabels: flow,
 		Help: "Checkpoints decided and queued for the target's checkpoints topic.",
@@ -205,12 +207,20 @@ func (m *Metrics) ReaderRecord(topic string, p int32, offset, highWatermark int6
 }
 
 // GaugeFunc registers a gauge read when scraped, such as a size or a queue
-// length; name gets the checkpointd_ prefix.
+// length; name gets the checkpointd_ prefix. Registering a name again
+// replaces the function (a pipeline built anew with the same Metrics).
 func (m *Metrics) GaugeFunc(name, help string, f func() float64) {
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: name, Help: help,
 		ConstLabels: prometheus.Labels{"source": m.cfg.Source, "target": m.cfg.Target},
-	}, f))
+	}, f)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.gauges[name]; ok {
+		m.reg.Unregister(old)
+	}
+	m.reg.MustRegister(g)
+	m.gauges[name] = g
 }
 
 // AddRouter adds Watermill's router metrics to r (handler execution time,
