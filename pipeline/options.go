@@ -85,5 +85,6 @@ func WithMetrics(m *metrics.Metrics) Option { return func(o *options) { o.metric
 
 // WithTracing traces every record the routers process with a `process
 // <topic>` span from tp (infra/telemetry), the child of the trace context in
-// the record's headers; checkpoints carry it on. Without it nothing is traced.
+// the record's headers; checkpoints carry it on. The commit stage's admin
+// calls on the target get CLIENT spans. Without it nothing is traced.
 func WithTracing(tp trace.TracerProvider) Option { return func(o *options) { o.tracer = tp } }

@@ -263,8 +263,12 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 		if err != nil {
 			return fmt.Errorf("target groups: %w", err)
 		}
+		var target handlers.TargetGroups = targetgroups.SyncTarget{Client: tg}
+		if p.opts.tracer != nil {
+			target = telemetry.TraceTargetGroups(target, p.opts.tracer)
+		}
 		p.syncer = handlers.NewOffsetSyncer(handlers.OffsetSyncerConfig{
-			Target:        targetgroups.SyncTarget{Client: tg},
+			Target:        target,
 			Groups:        p.groupFilter,
 			RetryInterval: p.cfg.SyncGroupOffsetsInterval,
 			OnResult:      onResult,

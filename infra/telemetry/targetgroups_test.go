@@ -1,0 +1,81 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/checkpointd/checkpointd/handlers/groupsync"
+	"github.com/checkpointd/checkpointd/messages"
+)
+
+type fakeTarget struct{ describeErr error }
+
+func (f fakeTarget) Describe(_ context.Context, groups []string) (map[string]groupsync.TargetGroup, error) {
+	return nil, f.describeErr
+}
+func (fakeTarget) Offsets(context.Context, string) (map[messages.TopicPartition]int64, error) {
+	return map[messages.TopicPartition]int64{{Topic: "t", Partition: 0}: 5}, nil
+}
+func (fakeTarget) ExistingPartitions(context.Context, []string) (map[messages.TopicPartition]bool, error) {
+	return nil, nil
+}
+func (fakeTarget) Commit(_ context.Context, _ string, offsets map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
+	out := make(map[messages.TopicPartition]groupsync.Reason)
+	for tp := range offsets {
+		out[tp] = groupsync.Committed
+		if tp.Partition == 1 {
+			out[tp] = groupsync.TargetTopicMissing
+		}
+	}
+	return out, nil
+}
+
+func TestTraceTargetGroups(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	target := TraceTargetGroups(fakeTarget{describeErr: errors.New("coordinator not available")}, tp)
+	ctx := context.Background()
+	if _, err := target.Describe(ctx, []string{"g"}); err == nil {
+		t.Fatal("describe error lost")
+	}
+	_, _ = target.Offsets(ctx, "g")
+	_, _ = target.ExistingPartitions(ctx, []string{"t"})
+	_, _ = target.Commit(ctx, "g", map[messages.TopicPartition]groupsync.Checkpoint{
+		{Topic: "t", Partition: 0}: {Downstream: 3}, {Topic: "t", Partition: 1}: {Downstream: 4}, {Topic: "t", Partition: 2}: {Downstream: 5},
+	})
+	spans := rec.Ended()
+	var names []string
+	for _, s := range spans {
+		names = append(names, s.Name())
+		if s.SpanKind() != trace.SpanKindClient {
+			t.Errorf("%s: kind %v, want client", s.Name(), s.SpanKind())
+		}
+	}
+	if want := []string{"DescribeGroups", "OffsetFetch g", "Metadata", "commit g"}; len(names) != 4 || names[0] != want[0] || names[1] != want[1] || names[2] != want[2] || names[3] != want[3] {
+		t.Fatalf("spans %v, want %v", names, want)
+	}
+	if spans[0].Status().Code.String() != "Error" {
+		t.Errorf("failed describe: status %v", spans[0].Status())
+	}
+	attrs := attrMap(spans[3].Attributes())
+	for k, want := range map[string]string{
+		"messaging.system":                            "kafka",
+		"messaging.consumer.group.name":               "g",
+		"messaging.operation.type":                    "settle",
+		"messaging.batch.message_count":               "3",
+		"checkpointd.partitions.committed":            "2",
+		"checkpointd.partitions.target_topic_missing": "1",
+	} {
+		if attrs[k] != want {
+			t.Errorf("commit span %s = %q, want %q", k, attrs[k], want)
+		}
+	}
+	if spans[3].Status().Code.String() != "Error" {
+		t.Errorf("partly failed commit: status %v, want Error", spans[3].Status())
+	}
+}

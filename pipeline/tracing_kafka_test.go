@@ -1,0 +1,113 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/pipeline"
+)
+
+// TestTracingOnKafka runs checkpointd with tracing into an in-memory
+// recorder against the real clusters and MM2: the checkpoint a source commit
+// leads to carries, in its Kafka headers, the context of the `process
+// __consumer_offsets` span that decided it, and the commit stage's `process
+// <checkpoints topic>` span is that span's child, in the same trace. The
+// target commit gets a CLIENT span.
+func TestTracingOnKafka(t *testing.T) {
+	bed := kafkatest.Shared(t)
+	f := newFixture(t, bed, map[string]int32{"tracing": 1})
+	topic := f.topics["tracing"]
+	group := kafkatest.UniqueName(t, "grp")
+	cfg := loadConfig(t, writeConfig(t, "tracing.yaml", f.props(t, []string{group}, "offsets-log")))
+
+	prev := otel.GetTextMapPropagator()
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+
+	in := startWithOptions(t, f, "tracing", cfg, func(*pipeline.Pipeline) {}, pipeline.WithTracing(tp))
+	f.produce(t, "tracing", 20, 10)
+	ends, _ := f.settle(t, "tracing", in)
+	f.commit(t, group, topic, ends, make(map[int32][]int64))
+	cps := f.waitCheckpoints(t, group, topic, ends)
+	f.waitTargetFollows(t, group, cps)
+
+	cp := cps[0]
+	carrier := propagation.MapCarrier{}
+	for _, h := range cp.rec.Headers {
+		carrier[string(h.Key)] = string(h.Value)
+	}
+	sc := trace.SpanContextFromContext(otel.GetTextMapPropagator().Extract(t.Context(), carrier))
+	if !sc.IsValid() {
+		t.Fatalf("checkpoint %v at offset %d has no trace context; headers %v", cp.Checkpoint, cp.rec.Offset, carrier)
+	}
+
+	var decided, committed, commitCall sdktrace.ReadOnlySpan
+	f.waitFor(t, waitTimeout, "the spans of the checkpoint's hops", func() error {
+		decided, committed, commitCall = nil, nil, nil
+		for _, s := range rec.Ended() {
+			switch {
+			case s.SpanContext().SpanID() == sc.SpanID():
+				decided = s
+			case s.Parent().SpanID() == sc.SpanID() && handlerOf(s) == "sync_target_offsets":
+				committed = s
+			case s.Name() == "commit "+group:
+				commitCall = s
+			}
+		}
+		switch {
+		case decided == nil:
+			return fmt.Errorf("no span %s (the checkpoint's traceparent) among %d", sc.SpanID(), len(rec.Ended()))
+		case committed == nil:
+			return fmt.Errorf("no commit-stage span child of %s", sc.SpanID())
+		case commitCall == nil:
+			return fmt.Errorf("no `commit %s` span", group)
+		}
+		return nil
+	})
+	if decided.Name() != "process __consumer_offsets" || decided.SpanKind() != trace.SpanKindConsumer {
+		t.Errorf("checkpoint decided in %q (%v), want `process __consumer_offsets` (consumer)", decided.Name(), decided.SpanKind())
+	}
+	attrs := map[string]string{}
+	for _, kv := range decided.Attributes() {
+		attrs[string(kv.Key)] = kv.Value.Emit()
+	}
+	for k, want := range map[string]string{
+		"messaging.system":              "kafka",
+		"messaging.destination.name":    "__consumer_offsets",
+		"messaging.consumer.group.name": cfg.GroupID,
+		"checkpointd.handler":           "translate_commits",
+	} {
+		if attrs[k] != want {
+			t.Errorf("decision span %s = %q, want %q", k, attrs[k], want)
+		}
+	}
+	if attrs["messaging.kafka.offset"] == "" || attrs["messaging.destination.partition.id"] == "" {
+		t.Errorf("decision span lacks the record's partition and offset: %v", attrs)
+	}
+	if want := "process " + f.bed.CheckpointsTopic(); committed.Name() != want || committed.SpanContext().TraceID() != sc.TraceID() {
+		t.Errorf("commit-stage span %q in trace %s, want %q in %s", committed.Name(), committed.SpanContext().TraceID(), want, sc.TraceID())
+	}
+	if commitCall.SpanKind() != trace.SpanKindClient {
+		t.Errorf("target commit span kind %v, want client", commitCall.SpanKind())
+	}
+	t.Logf("trace %s: %s -> checkpoint at offset %d -> %s; target commit %q", sc.TraceID(), decided.Name(), cp.rec.Offset, committed.Name(), commitCall.Name())
+	f.stop(t, in)
+}
+
+func handlerOf(s sdktrace.ReadOnlySpan) string {
+	for _, kv := range s.Attributes() {
+		if kv.Key == "checkpointd.handler" {
+			return kv.Value.AsString()
+		}
+	}
+	return ""
+}
