@@ -146,6 +146,14 @@ func TestMetricsOnKafka(t *testing.T) {
 	if got := s.value("checkpointd_gate_open", "source", cfg.SourceAlias, "target", cfg.TargetAlias); got != 1 {
 		t.Errorf("gate_open{source,target} = %v", got)
 	}
+	// The readers report their positions: the offset-syncs tail has read
+	// MM2's syncs, the checkpoints tail at least the ones counted above.
+	if got := s.value("checkpointd_reader_offset", "topic", f.bed.OffsetSyncsTopic(), "partition", "0"); got < 1 {
+		t.Errorf("reader_offset of %s = %v, want > 0", f.bed.OffsetSyncsTopic(), got)
+	}
+	if got := s.value("checkpointd_reader_offset", "topic", f.bed.CheckpointsTopic(), "partition", "0"); got < 1 {
+		t.Errorf("reader_offset of %s = %v, want > 0", f.bed.CheckpointsTopic(), got)
+	}
 
 	// The same commits again: one not_newer skip per partition, no checkpoint.
 	emitted := s.value("checkpointd_checkpoints_emitted_total", "group", group)

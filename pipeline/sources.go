@@ -115,7 +115,7 @@ func (p *Pipeline) logReader(role config.Role, brokers []string, cluster string)
 		return nil, err
 	}
 	return kafkalog.NewLogReader(kafkalog.LogReaderConfig{
-		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger},
+		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger, Hooks: p.readerHooks()},
 	})
 }
 
@@ -126,7 +126,7 @@ func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, gr
 	}
 	return kafkalog.NewShardedReader(kafkalog.ShardedReaderConfig{
 		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger,
-			ReadCommitted: readCommitted},
+			ReadCommitted: readCommitted, Hooks: p.readerHooks()},
 		GroupID: group,
 		// Cooperative: a member joining or leaving moves only the partitions
 		// that change owner, so the others need not replay theirs. Chosen
@@ -134,4 +134,12 @@ func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, gr
 		// a two-step rolling change.
 		Rebalance: kafkalog.RebalanceCooperativeSticky,
 	})
+}
+
+// readerHooks feed the readers' positions and lag to the metrics, if any.
+func (p *Pipeline) readerHooks() kafkalog.Hooks {
+	if p.opts.metrics == nil {
+		return kafkalog.Hooks{}
+	}
+	return kafkalog.Hooks{OnRecord: p.opts.metrics.ReaderRecord}
 }
