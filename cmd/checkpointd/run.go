@@ -12,7 +12,7 @@ import (
 
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/infra/metrics"
-	"github.com/checkpointd/checkpointd/infra/telemetry"
+	"github.com/checkpointd/checkpointd/infra/telemetry/otlp"
 	"github.com/checkpointd/checkpointd/pipeline"
 )
 
@@ -74,7 +74,7 @@ func runService(ctx context.Context, args []string, _, stderr io.Writer) error {
 		"flow", cfg.SourceAlias+"->"+cfg.TargetAlias, "sync_group_offsets", cfg.SyncGroupOffsets)
 
 	opts := []pipeline.Option{pipeline.WithLogger(logger)}
-	tracing, err := telemetry.Setup(ctx, telemetry.Options{ServiceVersion: version, Logger: logger})
+	tracing, err := otlp.Setup(ctx, otlp.Options{ServiceVersion: version, Logger: logger})
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,8 @@
-// Package telemetry sets up OpenTelemetry tracing from the standard OTEL_*
-// environment variables and traces Watermill handlers with the messaging
-// semantic conventions.
-//
-// The semantic conventions are pinned here, in one package
-// (go.opentelemetry.io/otel/semconv/v1.43.0), so moving to a later revision
-// is a single change.
-package telemetry
+// Package otlp sets up OpenTelemetry tracing from the standard OTEL_*
+// environment variables, exporting over OTLP (HTTP or gRPC). It is apart from
+// package telemetry so that what only traces (the pipeline, the demo) does not
+// build the exporters and gRPC.
+package otlp
 
 import (
 	"context"
