@@ -230,4 +230,3 @@ func TestMiddlewareWithoutTraceContext(t *testing.T) {
 		t.Errorf("a control message was traced")
 	}
 }
-
