@@ -15,7 +15,7 @@ FUZZ_TARGETS := \
 	./infra/config:FuzzParseJAAS \
 	./infra/config:FuzzParseProperties
 
-.PHONY: build vet jars test unit fuzz bench demo clean
+.PHONY: build vet jars test unit fuzz bench bench-e2e demo clean
 
 build:
 	$(GO) build -o bin/checkpointd ./cmd/checkpointd
@@ -54,6 +54,13 @@ fuzz:
 bench:
 	@mkdir -p bin
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./messages/ ./handlers/translate/ | tee bin/bench.txt
+
+# End-to-end delay from a source commit to the target group, checkpointd vs
+# MirrorMaker 2 with 1 s and 60 s intervals, on real Kafka (about 5 minutes);
+# appends its table to bin/bench-e2e.txt.
+bench-e2e: jars
+	@mkdir -p bin
+	CHECKPOINTD_E2E_BENCH=1 $(GO) test -count=1 -timeout 20m -run '^TestE2EDelay$$' -v ./pipeline/
 
 clean:
 	rm -rf bin
