@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/checkpointd/checkpointd/handlers/filter"
 	"github.com/checkpointd/checkpointd/handlers/translate"
 	"github.com/checkpointd/checkpointd/messages"
@@ -15,8 +17,11 @@ import (
 // Emitter takes decided checkpoints in decision order and gets them onto the
 // target's checkpoints topic. It is called under the decision lock, so the
 // order it sees is the order records must land in.
+//
+// committedAt is when the source commit behind the checkpoint was written
+// (zero if unknown); the Outbox sends it along in a record header.
 type Emitter interface {
-	Emit(ctx context.Context, cp messages.Checkpoint)
+	Emit(ctx context.Context, cp messages.Checkpoint, committedAt time.Time)
 }
 
 // CheckpointerConfig is what the Checkpointer needs to translate and decide.
@@ -223,6 +228,10 @@ func (c *Checkpointer) SourceCommit(ctx context.Context, p int32, rec messages.O
 	}
 	sh.groups[rec.Group] = struct{}{}
 	c.groupShard[rec.Group] = p
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(GroupKey.String(rec.Group), UpstreamTopicKey.String(rec.TopicPartition.Topic),
+			PartitionKey.Int(int(rec.TopicPartition.Partition)), UpstreamOffsetKey.Int64(rec.Offset))
+	}
 	if rec.Tombstone {
 		c.commits.Delete(rec.Group, rec.TopicPartition)
 		return
@@ -276,20 +285,21 @@ func (c *Checkpointer) evaluateGroup(ctx context.Context, group string) {
 }
 
 // evaluate decides one (group, upstream partition) and emits its checkpoint.
-// The caller holds c.mu.
+// The decision and its reason go to the span in ctx as a DecisionEvent. The
+// caller holds c.mu.
 func (c *Checkpointer) evaluate(ctx context.Context, group string, tp messages.TopicPartition) {
 	cm, ok := c.commits.Get(group, tp)
 	if !ok {
-		c.cfg.Observer.CheckpointSkipped(group, tp, translate.ReasonNoCommit.String())
+		c.skip(ctx, group, tp, translate.ReasonNoCommit.String(), -1)
 		return
 	}
 	if !c.cfg.Topics.Match(tp.Topic) {
-		c.cfg.Observer.CheckpointSkipped(group, tp, translate.ReasonFilteredTopic.String())
+		c.skip(ctx, group, tp, translate.ReasonFilteredTopic.String(), cm.Offset)
 		return
 	}
 	tr := c.index.Translate(tp, cm.Offset)
 	if tr.Outcome != translate.Translated {
-		c.cfg.Observer.CheckpointSkipped(group, tp, tr.Reason.String())
+		c.skip(ctx, group, tp, tr.Reason.String(), cm.Offset)
 		return
 	}
 	renamed := messages.TopicPartition{
@@ -297,7 +307,7 @@ func (c *Checkpointer) evaluate(ctx context.Context, group string, tp messages.T
 		Partition: tp.Partition,
 	}
 	if emit, reason := c.emitted.Decide(group, renamed, cm.Offset, tr.Downstream); !emit {
-		c.cfg.Observer.CheckpointSkipped(group, tp, reason.String())
+		c.skip(ctx, group, tp, reason.String(), cm.Offset)
 		return
 	}
 	cp := messages.Checkpoint{
@@ -308,6 +318,12 @@ func (c *Checkpointer) evaluate(ctx context.Context, group string, tp messages.T
 		Metadata:         cm.Metadata,
 	}
 	c.emittedHere[group] = struct{}{}
-	c.cfg.Emitter.Emit(ctx, cp)
+	recordDecision(ctx, group, tp, renamed, DecisionEmitted, "", cm.Offset, tr.Downstream)
+	c.cfg.Emitter.Emit(ctx, cp, cm.Time)
 	c.cfg.Observer.CheckpointEmitted(cp, cm.Time)
+}
+
+func (c *Checkpointer) skip(ctx context.Context, group string, tp messages.TopicPartition, reason string, upstream int64) {
+	recordDecision(ctx, group, tp, messages.TopicPartition{}, DecisionSkipped, reason, upstream, -1)
+	c.cfg.Observer.CheckpointSkipped(group, tp, reason)
 }

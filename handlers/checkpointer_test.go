@@ -23,7 +23,7 @@ type recorder struct {
 	malformed int
 }
 
-func (r *recorder) Emit(_ context.Context, cp messages.Checkpoint) {
+func (r *recorder) Emit(_ context.Context, cp messages.Checkpoint, _ time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.emitted = append(r.emitted, cp)

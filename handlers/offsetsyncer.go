@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/checkpointd/checkpointd/handlers/filter"
 	"github.com/checkpointd/checkpointd/handlers/groupsync"
@@ -43,8 +47,11 @@ type OffsetSyncerConfig struct {
 	RetryInterval time.Duration
 	// DescribeBatch is how many groups one describe call covers.
 	DescribeBatch int
-	// OnResult, if set, hears the outcome of every (group, partition) attempt.
-	OnResult func(group string, tp messages.TopicPartition, reason groupsync.Reason, checkpointAt time.Time)
+	// OnResult, if set, hears the outcome of every (group, partition) attempt:
+	// checkpointAt is the checkpoint record's timestamp, committedAt when the
+	// source commit behind it was written (its envelope.HeaderCommitTime
+	// header; zero for checkpoints without it, such as MM2's).
+	OnResult func(group string, tp messages.TopicPartition, reason groupsync.Reason, checkpointAt, committedAt time.Time)
 	Logger   *slog.Logger
 }
 
@@ -70,7 +77,14 @@ type pendingGroup struct {
 
 type pendingCheckpoint struct {
 	groupsync.Checkpoint
-	at time.Time // record timestamp of the checkpoint
+	at          time.Time         // record timestamp of the checkpoint
+	committedAt time.Time         // source commit time from the record's header, if any
+	span        trace.SpanContext // the trace context the record carries, if any
+}
+
+// same reports whether two pending checkpoints came from the same record.
+func (p pendingCheckpoint) same(q pendingCheckpoint) bool {
+	return p.Checkpoint == q.Checkpoint && p.at.Equal(q.at) && p.committedAt.Equal(q.committedAt) && p.span.Equal(q.span)
 }
 
 // NewOffsetSyncer makes an idle syncer; it starts working when the commit
@@ -120,16 +134,29 @@ func (s *OffsetSyncer) HandleCheckpoint(msg *message.Message) error {
 	if s.cfg.Groups != nil && !s.cfg.Groups.Match(cp.Group) {
 		return nil
 	}
+	if span := trace.SpanFromContext(msg.Context()); span.IsRecording() {
+		span.SetAttributes(GroupKey.String(cp.Group), DownstreamTopicKey.String(cp.TopicPartition.Topic),
+			PartitionKey.Int(int(cp.TopicPartition.Partition)),
+			UpstreamOffsetKey.Int64(cp.UpstreamOffset), DownstreamOffsetKey.Int64(cp.DownstreamOffset))
+	}
+	pc := pendingCheckpoint{
+		Checkpoint: groupsync.Checkpoint{Downstream: cp.DownstreamOffset, Metadata: cp.Metadata},
+		at:         rec.Timestamp,
+		// The context of the span that wrote the checkpoint (its creation
+		// context), which the commit span links to.
+		span: trace.SpanContextFromContext(
+			otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(msg.Metadata))),
+	}
+	if ms, err := strconv.ParseInt(msg.Metadata.Get(envelope.HeaderCommitTime), 10, 64); err == nil && ms > 0 {
+		pc.committedAt = time.UnixMilli(ms)
+	}
 	s.mu.Lock()
 	g := s.pending[cp.Group]
 	if g == nil {
 		g = &pendingGroup{checkpoints: make(map[messages.TopicPartition]pendingCheckpoint)}
 		s.pending[cp.Group] = g
 	}
-	g.checkpoints[cp.TopicPartition] = pendingCheckpoint{
-		Checkpoint: groupsync.Checkpoint{Downstream: cp.DownstreamOffset, Metadata: cp.Metadata},
-		at:         rec.Timestamp,
-	}
+	g.checkpoints[cp.TopicPartition] = pc
 	g.changed = true
 	live := s.live
 	s.mu.Unlock()
@@ -241,7 +268,7 @@ func (s *OffsetSyncer) syncGroup(ctx context.Context, w work, target groupsync.T
 		outcome[tp] = r
 	}
 	if len(plan.Commit) > 0 {
-		res, err := s.cfg.Target.Commit(ctx, w.group, plan.Commit)
+		res, err := s.cfg.Target.Commit(WithCommitLinks(ctx, commitLinks(w, plan.Commit)), w.group, plan.Commit)
 		if err != nil {
 			s.cfg.Logger.Error("committing target group offsets failed; retrying later", "group", w.group, "error", err)
 		}
@@ -254,6 +281,31 @@ func (s *OffsetSyncer) syncGroup(ctx context.Context, w work, target groupsync.T
 		}
 	}
 	s.settle(w, outcome, now)
+}
+
+// commitLinks links a commit to the trace context of each checkpoint record
+// it covers, in partition order.
+func commitLinks(w work, commit map[messages.TopicPartition]groupsync.Checkpoint) []trace.Link {
+	var tps []messages.TopicPartition
+	for tp := range commit {
+		if w.checkpoints[tp].span.IsValid() {
+			tps = append(tps, tp)
+		}
+	}
+	if len(tps) == 0 {
+		return nil
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+	links := make([]trace.Link, len(tps))
+	for i, tp := range tps {
+		links[i] = trace.Link{SpanContext: w.checkpoints[tp].span}
+	}
+	return links
 }
 
 func allReason(w work, r groupsync.Reason) map[messages.TopicPartition]groupsync.Reason {
@@ -292,13 +344,13 @@ func (s *OffsetSyncer) settle(w work, outcome map[messages.TopicPartition]groups
 	for tp, r := range outcome {
 		tried := w.checkpoints[tp]
 		if s.cfg.OnResult != nil {
-			s.cfg.OnResult(w.group, tp, r, tried.at)
+			s.cfg.OnResult(w.group, tp, r, tried.at, tried.committedAt)
 		}
 		if g == nil {
 			continue
 		}
 		if settled(r) {
-			if cur, ok := g.checkpoints[tp]; ok && cur == tried {
+			if cur, ok := g.checkpoints[tp]; ok && cur.same(tried) {
 				delete(g.checkpoints, tp)
 			}
 		} else {

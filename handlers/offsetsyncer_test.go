@@ -150,7 +150,7 @@ func TestOffsetSyncerRules(t *testing.T) {
 			}
 			var reasons []groupsync.Reason
 			s := NewOffsetSyncer(OffsetSyncerConfig{Target: target, RetryInterval: time.Minute,
-				OnResult: func(_ string, _ messages.TopicPartition, r groupsync.Reason, _ time.Time) {
+				OnResult: func(_ string, _ messages.TopicPartition, r groupsync.Reason, _, _ time.Time) {
 					reasons = append(reasons, r)
 				}})
 			handle(t, s, envelope.NewControl(envelope.Assigned, "cp", 0), envelope.NewControl(envelope.CaughtUp, "cp", 0),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -41,10 +42,14 @@ func NewOutbox(pub message.Publisher, topic string, size int, logger *slog.Logge
 	return &Outbox{pub: pub, topic: topic, queue: make(chan *message.Message, size), logger: logger}
 }
 
-// Emit queues a checkpoint. The trace context of ctx travels with it.
-func (o *Outbox) Emit(ctx context.Context, cp messages.Checkpoint) {
+// Emit queues a checkpoint. The trace context of ctx travels with it, and so
+// does committedAt, unless zero, in the envelope.HeaderCommitTime header.
+func (o *Outbox) Emit(ctx context.Context, cp messages.Checkpoint, committedAt time.Time) {
 	msg := message.NewMessage(cp.Group+"/"+cp.TopicPartition.String()+"/"+itoa(cp.UpstreamOffset), cp.Value())
 	msg.Metadata.Set(envelope.MetaKey, string(cp.Key()))
+	if !committedAt.IsZero() {
+		msg.Metadata.Set(envelope.HeaderCommitTime, strconv.FormatInt(committedAt.UnixMilli(), 10))
+	}
 	otel.GetTextMapPropagator().Inject(ctx, propagation.MapCarrier(msg.Metadata))
 	msg.SetContext(context.WithoutCancel(ctx))
 	o.queue <- msg

@@ -217,14 +217,14 @@ func (p *Pipeline) instrument(targetClient sarama.Client) error {
 		m.AddRouter(p.commit)
 	}
 	ix := p.checkpointer.Index()
-	m.GaugeFunc("index_partitions", "Partitions with at least one offset sync in the translation index.",
+	m.GaugeFunc(metrics.GaugeIndexPartitions, "Partitions with at least one offset sync in the translation index.",
 		func() float64 { return float64(ix.Stats().Partitions) })
-	m.GaugeFunc("index_syncs", "Offset syncs held in the translation index over all partitions.",
+	m.GaugeFunc(metrics.GaugeIndexSyncs, "Offset syncs held in the translation index over all partitions.",
 		func() float64 { return float64(ix.Stats().Syncs) })
-	m.GaugeFunc("outbox_queued", "Checkpoints decided and waiting to be published.",
+	m.GaugeFunc(metrics.GaugeOutboxQueued, "Checkpoints decided and waiting to be published.",
 		func() float64 { return float64(p.outbox.Len()) })
 	if p.syncer != nil {
-		m.GaugeFunc("target_groups_pending", "Target groups with checkpoints not yet committed (commit stage).",
+		m.GaugeFunc(metrics.GaugeTargetGroupsPending, "Target groups with checkpoints not yet committed (commit stage).",
 			func() float64 { return float64(p.syncer.Pending()) })
 	}
 	return nil
@@ -255,7 +255,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			p.cfg.GroupID+"-"+suffix, false)
 	}
 	if p.cfg.SyncGroupOffsets {
-		var onResult func(string, messages.TopicPartition, groupsync.Reason, time.Time)
+		var onResult func(string, messages.TopicPartition, groupsync.Reason, time.Time, time.Time)
 		if p.opts.metrics != nil {
 			onResult = p.opts.metrics.TargetResult
 		}

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 
 	"go.opentelemetry.io/otel"
@@ -10,7 +11,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/messages/envelope"
 	"github.com/checkpointd/checkpointd/pipeline"
 )
 
@@ -19,7 +22,9 @@ import (
 // leads to carries, in its Kafka headers, the context of the `process
 // __consumer_offsets` span that decided it, and the commit stage's `process
 // <checkpoints topic>` span is that span's child, in the same trace. The
-// target commit gets a CLIENT span.
+// deciding span holds the decision as an event; the checkpoint carries the
+// source commit time in a header; the target commit gets a CLIENT span that
+// links to the span that emitted the checkpoint it commits.
 func TestTracingOnKafka(t *testing.T) {
 	bed := kafkatest.Shared(t)
 	f := newFixture(t, bed, map[string]int32{"tracing": 1})
@@ -59,7 +64,7 @@ func TestTracingOnKafka(t *testing.T) {
 				decided = s
 			case s.Parent().SpanID() == sc.SpanID() && handlerOf(s) == "sync_target_offsets":
 				committed = s
-			case s.Name() == "commit "+group:
+			case s.Name() == "commit "+group && linksTo(s, sc):
 				commitCall = s
 			}
 		}
@@ -69,7 +74,7 @@ func TestTracingOnKafka(t *testing.T) {
 		case committed == nil:
 			return fmt.Errorf("no commit-stage span child of %s", sc.SpanID())
 		case commitCall == nil:
-			return fmt.Errorf("no `commit %s` span", group)
+			return fmt.Errorf("no `commit %s` span linking to the checkpoint's span %s", group, sc.SpanID())
 		}
 		return nil
 	})
@@ -96,11 +101,44 @@ func TestTracingOnKafka(t *testing.T) {
 	if want := "process " + f.bed.CheckpointsTopic(); committed.Name() != want || committed.SpanContext().TraceID() != sc.TraceID() {
 		t.Errorf("commit-stage span %q in trace %s, want %q in %s", committed.Name(), committed.SpanContext().TraceID(), want, sc.TraceID())
 	}
+	if ms, err := strconv.ParseInt(carrier[envelope.HeaderCommitTime], 10, 64); err != nil || ms <= 0 {
+		t.Errorf("checkpoint header %s = %q, want the source commit time in ms", envelope.HeaderCommitTime, carrier[envelope.HeaderCommitTime])
+	}
+	var decision map[string]string
+	for _, e := range decided.Events() {
+		if e.Name == handlers.DecisionEvent {
+			decision = map[string]string{}
+			for _, kv := range e.Attributes {
+				decision[string(kv.Key)] = kv.Value.Emit()
+			}
+		}
+	}
+	for k, want := range map[string]string{
+		"checkpointd.decision":          "emitted",
+		"checkpointd.group":             group,
+		"checkpointd.upstream.topic":    topic,
+		"checkpointd.upstream.offset":   strconv.FormatInt(cp.UpstreamOffset, 10),
+		"checkpointd.downstream.offset": strconv.FormatInt(cp.DownstreamOffset, 10),
+	} {
+		if decision[k] != want {
+			t.Errorf("decision event %s = %q, want %q (event: %v)", k, decision[k], want, decision)
+		}
+	}
 	if commitCall.SpanKind() != trace.SpanKindClient {
 		t.Errorf("target commit span kind %v, want client", commitCall.SpanKind())
 	}
 	t.Logf("trace %s: %s -> checkpoint at offset %d -> %s; target commit %q", sc.TraceID(), decided.Name(), cp.rec.Offset, committed.Name(), commitCall.Name())
 	f.stop(t, in)
+}
+
+// linksTo reports whether s links to the span sc.
+func linksTo(s sdktrace.ReadOnlySpan, sc trace.SpanContext) bool {
+	for _, l := range s.Links() {
+		if l.SpanContext.TraceID() == sc.TraceID() && l.SpanContext.SpanID() == sc.SpanID() {
+			return true
+		}
+	}
+	return false
 }
 
 func handlerOf(s sdktrace.ReadOnlySpan) string {

@@ -268,7 +268,7 @@ type explainRecorder struct {
 	emitted map[string]bool
 }
 
-func (r *explainRecorder) Emit(context.Context, messages.Checkpoint) {}
+func (r *explainRecorder) Emit(context.Context, messages.Checkpoint, time.Time) {}
 
 func (r *explainRecorder) CheckpointSkipped(group string, tp messages.TopicPartition, reason string) {
 	if r.skipped == nil {

@@ -10,17 +10,18 @@ import (
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )
 
-// traceHeaders are the only metadata keys that become record headers: W3C
-// trace context. MM2 and RemoteClusterUtils read only key and value, so they
-// are harmless, and everything else stays out of the record.
-var traceHeaders = []string{"traceparent", "tracestate"}
+// recordHeaders are the only metadata keys that become record headers: W3C
+// trace context and the source commit time (envelope.HeaderCommitTime). MM2
+// and RemoteClusterUtils read only key and value, so they are harmless, and
+// everything else stays out of the record.
+var recordHeaders = []string{"traceparent", "tracestate", envelope.HeaderCommitTime}
 
 // CheckpointMarshaler writes a message as an MM2 checkpoint record: the
 // payload is the value, metadata envelope.MetaKey is the key, the partition
 // is 0 (the checkpoints topic has one; the producer must use
 // sarama.NewManualPartitioner) and the only headers are the W3C trace
-// context. Unlike kafka.DefaultMarshaler it adds no _watermill_message_uuid,
-// so key and value are byte for byte what MM2 writes. A message whose
+// context and the source commit time. Unlike kafka.DefaultMarshaler it adds
+// no _watermill_message_uuid, so key and value are byte for byte what MM2 writes. A message whose
 // metadata marks a tombstone (envelope.MetaTombstone) gets a null value.
 type CheckpointMarshaler struct{}
 
@@ -44,7 +45,7 @@ func (CheckpointMarshaler) Marshal(topic string, msg *message.Message) (*sarama.
 		}
 		pm.Value = sarama.ByteEncoder(value)
 	}
-	for _, h := range traceHeaders {
+	for _, h := range recordHeaders {
 		if v, ok := msg.Metadata[h]; ok {
 			pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: []byte(h), Value: []byte(v)})
 		}

@@ -28,12 +28,13 @@ func TestCheckpointMarshaler(t *testing.T) {
 			wantValue: []byte{0, 0, 0xff, 7},
 		},
 		{
-			name:    "trace context kept, everything else dropped",
+			name:    "trace context and commit time kept, everything else dropped",
 			payload: []byte("v"),
 			metadata: map[string]string{
 				envelope.MetaKey:          string(key),
 				"traceparent":             traceparent,
 				"tracestate":              "vendor=1",
+				envelope.HeaderCommitTime: "1700000000123",
 				"_watermill_message_uuid": "uuid",
 				"correlation_id":          "c",
 				envelope.MetaTopic:        "other",
@@ -43,6 +44,7 @@ func TestCheckpointMarshaler(t *testing.T) {
 			wantHeaders: []sarama.RecordHeader{
 				{Key: []byte("traceparent"), Value: []byte(traceparent)},
 				{Key: []byte("tracestate"), Value: []byte("vendor=1")},
+				{Key: []byte(envelope.HeaderCommitTime), Value: []byte("1700000000123")},
 			},
 		},
 		{

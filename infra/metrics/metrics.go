@@ -41,6 +41,19 @@ type Config struct {
 	LatencyBuckets []float64
 }
 
+// Names, without the checkpointd_ prefix, of the gauges the pipeline
+// registers with GaugeFunc (it reads them from its parts).
+const (
+	GaugeIndexPartitions     = "index_partitions"
+	GaugeIndexSyncs          = "index_syncs"
+	GaugeOutboxQueued        = "outbox_queued"
+	GaugeTargetGroupsPending = "target_groups_pending"
+)
+
+// PipelineGauges lists the GaugeFunc names above, for checks that every
+// metric a dashboard reads exists.
+var PipelineGauges = []string{GaugeIndexPartitions, GaugeIndexSyncs, GaugeOutboxQueued, GaugeTargetGroupsPending}
+
 // DefaultLatencyBuckets span a few milliseconds (event-driven checkpoints) to
 // several minutes (MM2's one-minute emit interval, retries).
 var DefaultLatencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
@@ -174,9 +187,13 @@ func (m *Metrics) RecordMalformed(topic string, _ int32, _ int64, _ error) {
 func (m *Metrics) GateOpened() { m.gate.Set(1) }
 
 // TargetResult is handlers.OffsetSyncerConfig.OnResult: the outcome of one
-// attempt to commit a checkpoint (recorded at checkpointAt) into a target
-// group partition.
-func (m *Metrics) TargetResult(group string, tp messages.TopicPartition, reason groupsync.Reason, checkpointAt time.Time) {
+// attempt to commit a checkpoint (recorded at checkpointAt, for a source
+// commit written at committedAt) into a target group partition. The
+// end-to-end delay is measured from committedAt, which the checkpoint
+// record carries in a header, so on whichever instance commits; without it
+// (a checkpoint written by MM2 or an older checkpointd) only when this
+// instance emitted the checkpoint.
+func (m *Metrics) TargetResult(group string, tp messages.TopicPartition, reason groupsync.Reason, checkpointAt, committedAt time.Time) {
 	g := m.group(group)
 	m.targetResult.WithLabelValues(g, string(reason)).Inc()
 	if reason != groupsync.Committed {
@@ -193,6 +210,9 @@ func (m *Metrics) TargetResult(group string, tp messages.TopicPartition, reason 
 		delete(m.committedAt, groupTP{group, tp})
 	}
 	m.mu.Unlock()
+	if !committedAt.IsZero() {
+		at, ok = committedAt, true
+	}
 	if ok {
 		m.endToEnd.WithLabelValues(g, tp.Topic, p).Observe(max(now.Sub(at), 0).Seconds())
 	}

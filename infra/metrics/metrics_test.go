@@ -97,8 +97,8 @@ func TestObserver(t *testing.T) {
 
 	// The commit stage: g1's partition commits (end-to-end measured from
 	// the last source commit emitted here, 0.5s ago), g2's is active.
-	m.TargetResult("g2", tp, groupsync.ActiveOnTarget, time.Now())
-	m.TargetResult("g1", tp, groupsync.Committed, time.Now().Add(-200*time.Millisecond))
+	m.TargetResult("g2", tp, groupsync.ActiveOnTarget, time.Now(), time.Time{})
+	m.TargetResult("g1", tp, groupsync.Committed, time.Now().Add(-200*time.Millisecond), time.Time{})
 	if got := toFloat64(m.targetResult.WithLabelValues("g1", "committed")); got != 1 {
 		t.Errorf("target_commits{g1,committed} = %v", got)
 	}
@@ -118,9 +118,16 @@ func TestObserver(t *testing.T) {
 	}
 	// A second commit of the same partition with nothing new emitted here
 	// has no source commit time to measure from.
-	m.TargetResult("g1", tp, groupsync.Committed, time.Now())
+	m.TargetResult("g1", tp, groupsync.Committed, time.Now(), time.Time{})
 	if count, _ := histogram(t, m.reg, "checkpointd_end_to_end_delay_seconds", map[string]string{"group": "g1"}); count != 1 {
 		t.Errorf("end-to-end after a repeat commit: %d samples, want 1", count)
+	}
+	// A checkpoint emitted elsewhere carries the source commit time in its
+	// header: the instance that commits it measures from that.
+	m.TargetResult("g3", tp, groupsync.Committed, time.Now(), time.Now().Add(-300*time.Millisecond))
+	count, sum = histogram(t, m.reg, "checkpointd_end_to_end_delay_seconds", map[string]string{"group": "g3"})
+	if count != 1 || sum < 0.29 || sum > 5 {
+		t.Errorf("end-to-end{g3} from the header's commit time: count %d sum %.3f, want one sample of about 0.3s", count, sum)
 	}
 
 	m.ReaderRecord("mm2-offset-syncs.tgt.internal", 0, 41, 50)
@@ -139,7 +146,7 @@ func TestGroupLabelsOff(t *testing.T) {
 	for _, g := range []string{"a", "b", "c"} {
 		m.CheckpointEmitted(messages.Checkpoint{Group: g, TopicPartition: tp}, time.Now())
 		m.CheckpointSkipped(g, tp, "no_sync")
-		m.TargetResult(g, tp, groupsync.Committed, time.Now())
+		m.TargetResult(g, tp, groupsync.Committed, time.Now(), time.Time{})
 	}
 	if got := toFloat64(m.emitted.WithLabelValues("", "t")); got != 3 {
 		t.Errorf("emitted{group=\"\"} = %v, want 3", got)

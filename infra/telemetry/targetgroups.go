@@ -29,7 +29,9 @@ const (
 // `Metadata` (partitions of topics) and `commit <group>` (the offset commit,
 // messaging.operation.type=settle, with the outcome per partition counted by
 // reason). The spans are children of the context the syncer passes, which is
-// its run loop's: each attempt starts a trace.
+// its run loop's: each attempt starts a trace. The commit span links to the
+// span that wrote each checkpoint it commits (handlers.CommitLinks), as the
+// messaging conventions ask of a batch.
 func TraceTargetGroups(inner handlers.TargetGroups, tp trace.TracerProvider) handlers.TargetGroups {
 	return tracedTarget{inner: inner, tracer: tp.Tracer(ScopeName)}
 }
@@ -39,8 +41,8 @@ type tracedTarget struct {
 	tracer trace.Tracer
 }
 
-func (t tracedTarget) start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
+func (t tracedTarget) start(ctx context.Context, name string, links []trace.Link, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithLinks(links...),
 		trace.WithAttributes(append([]attribute.KeyValue{semconv.MessagingSystemKafka}, attrs...)...))
 }
 
@@ -57,14 +59,14 @@ func (t tracedTarget) Describe(ctx context.Context, groups []string) (map[string
 	if len(groups) == 1 {
 		attrs = append(attrs, semconv.MessagingConsumerGroupName(groups[0]))
 	}
-	ctx, span := t.start(ctx, "DescribeGroups", attrs...)
+	ctx, span := t.start(ctx, "DescribeGroups", nil, attrs...)
 	out, err := t.inner.Describe(ctx, groups)
 	end(span, err)
 	return out, err
 }
 
 func (t tracedTarget) Offsets(ctx context.Context, group string) (map[messages.TopicPartition]int64, error) {
-	ctx, span := t.start(ctx, "OffsetFetch "+group, semconv.MessagingConsumerGroupName(group))
+	ctx, span := t.start(ctx, "OffsetFetch "+group, nil, semconv.MessagingConsumerGroupName(group))
 	out, err := t.inner.Offsets(ctx, group)
 	span.SetAttributes(semconv.MessagingBatchMessageCount(len(out)))
 	end(span, err)
@@ -72,14 +74,14 @@ func (t tracedTarget) Offsets(ctx context.Context, group string) (map[messages.T
 }
 
 func (t tracedTarget) ExistingPartitions(ctx context.Context, topics []string) (map[messages.TopicPartition]bool, error) {
-	ctx, span := t.start(ctx, "Metadata", TopicCountKey.Int(len(topics)))
+	ctx, span := t.start(ctx, "Metadata", nil, TopicCountKey.Int(len(topics)))
 	out, err := t.inner.ExistingPartitions(ctx, topics)
 	end(span, err)
 	return out, err
 }
 
 func (t tracedTarget) Commit(ctx context.Context, group string, offsets map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
-	ctx, span := t.start(ctx, "commit "+group,
+	ctx, span := t.start(ctx, "commit "+group, handlers.CommitLinks(ctx),
 		semconv.MessagingConsumerGroupName(group),
 		semconv.MessagingOperationTypeSettle,
 		semconv.MessagingOperationName("commit"),

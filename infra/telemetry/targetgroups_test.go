@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
 )
@@ -45,7 +46,8 @@ func TestTraceTargetGroups(t *testing.T) {
 	}
 	_, _ = target.Offsets(ctx, "g")
 	_, _ = target.ExistingPartitions(ctx, []string{"t"})
-	_, _ = target.Commit(ctx, "g", map[messages.TopicPartition]groupsync.Checkpoint{
+	linked := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled, Remote: true})
+	_, _ = target.Commit(handlers.WithCommitLinks(ctx, []trace.Link{{SpanContext: linked}}), "g", map[messages.TopicPartition]groupsync.Checkpoint{
 		{Topic: "t", Partition: 0}: {Downstream: 3}, {Topic: "t", Partition: 1}: {Downstream: 4}, {Topic: "t", Partition: 2}: {Downstream: 5},
 	})
 	spans := rec.Ended()
@@ -73,6 +75,14 @@ func TestTraceTargetGroups(t *testing.T) {
 	} {
 		if attrs[k] != want {
 			t.Errorf("commit span %s = %q, want %q", k, attrs[k], want)
+		}
+	}
+	if links := spans[3].Links(); len(links) != 1 || !links[0].SpanContext.Equal(linked) {
+		t.Errorf("commit span links %v, want the checkpoint's span %s", links, linked.SpanID())
+	}
+	for _, s := range spans[:3] {
+		if len(s.Links()) != 0 {
+			t.Errorf("%s: links %v, want none", s.Name(), s.Links())
 		}
 	}
 	if spans[3].Status().Code.String() != "Error" {

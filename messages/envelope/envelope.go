@@ -25,6 +25,13 @@ const (
 	MetaControl   = "checkpointd.control"
 )
 
+// HeaderCommitTime is the record header of a checkpoint written by
+// checkpointd that holds when the source commit behind it was written, in
+// milliseconds since the epoch, so the instance that commits the checkpoint
+// into the target group can measure the end-to-end delay. MM2 and
+// RemoteClusterUtils read only key and value and ignore it.
+const HeaderCommitTime = "checkpointd-commit-time-ms"
+
 // Record is one Kafka record as a reader saw it.
 type Record struct {
 	Topic     string

@@ -1,0 +1,81 @@
+package handlers
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/checkpointd/checkpointd/messages"
+)
+
+// Attribute keys and event names the handlers put on the span of the context
+// they are given (the `process <topic>` span of infra/telemetry's
+// middleware). Without tracing that span is a no-op and nothing is recorded.
+const (
+	// DecisionEvent is the event added for every (group, partition) a
+	// handler decides: emitted or skipped, and why.
+	DecisionEvent = "checkpoint.decision"
+
+	DecisionKey         = attribute.Key("checkpointd.decision") // emitted or skipped
+	ReasonKey           = attribute.Key("checkpointd.reason")   // the skip reason code (translate.Reason)
+	GroupKey            = attribute.Key("checkpointd.group")    // the source consumer group decided
+	UpstreamTopicKey    = attribute.Key("checkpointd.upstream.topic")
+	DownstreamTopicKey  = attribute.Key("checkpointd.downstream.topic")
+	PartitionKey        = attribute.Key("checkpointd.partition")
+	UpstreamOffsetKey   = attribute.Key("checkpointd.upstream.offset")
+	DownstreamOffsetKey = attribute.Key("checkpointd.downstream.offset")
+	// DecisionsKey counts the decisions a span holds as events.
+	DecisionsKey = attribute.Key("checkpointd.decisions")
+)
+
+// Decision values.
+const (
+	DecisionEmitted = "emitted"
+	DecisionSkipped = "skipped"
+)
+
+// commitLinksKey carries, in the context of a TargetGroups.Commit call, the
+// span contexts of the checkpoint records the commit covers.
+type commitLinksKey struct{}
+
+// CommitLinks returns the links to the checkpoint records a
+// TargetGroups.Commit call covers, as the OffsetSyncer put them in ctx: one
+// per checkpoint that carried a W3C trace context (checkpoints written by MM2
+// carry none). A tracing TargetGroups passes them to its commit span.
+func CommitLinks(ctx context.Context) []trace.Link {
+	links, _ := ctx.Value(commitLinksKey{}).([]trace.Link)
+	return links
+}
+
+// WithCommitLinks returns ctx carrying links for CommitLinks: what the
+// OffsetSyncer passes to TargetGroups.Commit.
+func WithCommitLinks(ctx context.Context, links []trace.Link) context.Context {
+	if len(links) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, commitLinksKey{}, links)
+}
+
+// recordDecision adds a DecisionEvent to the span in ctx. It costs a branch
+// when the span is not recording (tracing off or not sampled).
+func recordDecision(ctx context.Context, group string, tp, renamed messages.TopicPartition, decision, reason string, upstream, downstream int64) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{
+		DecisionKey.String(decision),
+		GroupKey.String(group),
+		UpstreamTopicKey.String(tp.Topic),
+		PartitionKey.Int(int(tp.Partition)),
+		UpstreamOffsetKey.Int64(upstream),
+	}
+	if reason != "" {
+		attrs = append(attrs, ReasonKey.String(reason))
+	}
+	if decision == DecisionEmitted {
+		attrs = append(attrs, DownstreamTopicKey.String(renamed.Topic), DownstreamOffsetKey.Int64(downstream))
+	}
+	span.AddEvent(DecisionEvent, trace.WithAttributes(attrs...))
+}
