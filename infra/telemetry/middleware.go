@@ -49,14 +49,16 @@ func Middleware(tp trace.TracerProvider, groups map[string]string) message.Handl
 				topic = message.SubscribeTopicFromCtx(ctx)
 			}
 			handler := message.HandlerNameFromCtx(ctx)
-			attrs := []attribute.KeyValue{
+			// Sized for every attribute below: one allocation per record.
+			attrs := make([]attribute.KeyValue, 0, 10)
+			attrs = append(attrs,
 				semconv.MessagingSystemKafka,
 				semconv.MessagingOperationTypeProcess,
 				semconv.MessagingOperationName("process"),
 				semconv.MessagingDestinationName(topic),
 				semconv.MessagingMessageBodySize(len(msg.Payload)),
 				HandlerKey.String(handler),
-			}
+			)
 			if p := msg.Metadata.Get(envelope.MetaPartition); p != "" {
 				attrs = append(attrs, semconv.MessagingDestinationPartitionID(p))
 			}
