@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
@@ -45,7 +44,7 @@ func NewOutbox(pub message.Publisher, topic string, size int, logger *slog.Logge
 // Emit queues a checkpoint. The trace context of ctx travels with it, and so
 // does committedAt, unless zero, in the envelope.HeaderCommitTime header.
 func (o *Outbox) Emit(ctx context.Context, cp messages.Checkpoint, committedAt time.Time) {
-	msg := message.NewMessage(cp.Group+"/"+cp.TopicPartition.String()+"/"+itoa(cp.UpstreamOffset), cp.Value())
+	msg := message.NewMessage(cp.Group+"/"+cp.TopicPartition.String()+"/"+strconv.FormatInt(cp.UpstreamOffset, 10), cp.Value())
 	msg.Metadata.Set(envelope.MetaKey, string(cp.Key()))
 	if !committedAt.IsZero() {
 		msg.Metadata.Set(envelope.HeaderCommitTime, strconv.FormatInt(committedAt.UnixMilli(), 10))
@@ -110,8 +109,4 @@ func (o *Outbox) publish(ctx context.Context, msg *message.Message) {
 		}
 		backoff = min(backoff*2, 10*time.Second)
 	}
-}
-
-func itoa(n int64) string {
-	return fmt.Sprint(n)
 }
