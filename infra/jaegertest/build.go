@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/checkpointd/checkpointd/infra/filelock"
 	"io"
 	"io/fs"
 	"os"
@@ -55,7 +56,7 @@ func Binary(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("create jaeger cache %s: %w", cache, err)
 	}
 	// `go test ./...` runs test binaries in parallel; one builds, the others wait.
-	unlock, err := lockFile(ctx, filepath.Join(cache, ".lock"))
+	unlock, err := filelock.Lock(ctx, filepath.Join(cache, ".lock"))
 	if err != nil {
 		return "", fmt.Errorf("lock jaeger cache %s: %w", cache, err)
 	}

@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/checkpointd/checkpointd/infra/filelock"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,7 +56,7 @@ func Jars(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("create jar cache %s: %w", cache, err)
 	}
 	// `go test ./...` runs test binaries in parallel; one fetches, the others wait.
-	unlock, err := lockFile(ctx, filepath.Join(cache, ".lock"))
+	unlock, err := filelock.Lock(ctx, filepath.Join(cache, ".lock"))
 	if err != nil {
 		return "", fmt.Errorf("lock jar cache %s: %w", cache, err)
 	}

@@ -1,6 +1,7 @@
 //go:build unix
 
-package kafkatest
+// Package filelock serialises processes that fill one cache directory.
+package filelock
 
 import (
 	"context"
@@ -10,9 +11,9 @@ import (
 	"time"
 )
 
-// lockFile takes an exclusive flock on path, waiting until ctx ends. The
+// Lock takes an exclusive flock on path, waiting until ctx ends. The
 // kernel drops the lock if the process dies, so a crash leaves no stale lock.
-func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+func Lock(ctx context.Context, path string) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
