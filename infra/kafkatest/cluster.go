@@ -143,11 +143,13 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 	logged := false
 	for {
 		if c.proc.exited() {
-			out := c.proc.tail(40)
-			if strings.Contains(out, "Address already in use") {
-				return fmt.Errorf("%w: %s", errPortTaken, firstLine(out, "Address already in use"))
+			// The cause is usually far above the tail: a failed start logs
+			// its whole shutdown after it. Look through the whole log.
+			full := c.proc.fullLog()
+			if strings.Contains(full, "Address already in use") {
+				return fmt.Errorf("%w: %s", errPortTaken, firstLine(full, "Address already in use"))
 			}
-			return fmt.Errorf("broker exited early (%v):\n%s", c.proc.waitErr, out)
+			return fmt.Errorf("broker exited early (%v): first error: %s\n%s", c.proc.waitErr, firstErrorLine(full), c.proc.tail(40))
 		}
 		if !logged {
 			logged = c.proc.logContains("Kafka Server started")
@@ -212,4 +214,13 @@ func firstLine(s, sub string) string {
 		}
 	}
 	return sub
+}
+
+// firstErrorLine is the first ERROR line of a Kafka log, or a note that there
+// was none.
+func firstErrorLine(log string) string {
+	if line := firstLine(log, " ERROR "); line != " ERROR " {
+		return line
+	}
+	return "(no ERROR line logged)"
 }

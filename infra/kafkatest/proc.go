@@ -129,6 +129,21 @@ func (p *javaProc) tail(n int) string {
 }
 
 // logContains reports whether the JVM's log file holds s.
+// fullLog returns the log file and the captured stdout/stderr, whole.
+func (p *javaProc) fullLog() string {
+	var b strings.Builder
+	for _, f := range []string{p.logPath, p.outPath} {
+		if f == "" {
+			continue
+		}
+		if data, err := os.ReadFile(f); err == nil {
+			b.Write(data)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
 func (p *javaProc) logContains(s string) bool {
 	data, err := os.ReadFile(p.logPath)
 	return err == nil && strings.Contains(string(data), s)
