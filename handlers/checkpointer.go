@@ -58,10 +58,21 @@ type Checkpointer struct {
 	// emittedHere holds the groups this instance emitted checkpoints for
 	// since it was assigned their shard.
 	emittedHere map[string]struct{}
+	// undecided holds, when tracing, the span context of each commit record
+	// that arrived before it could be decided (replay not caught up, gate
+	// closed), so the checkpoint decided later still continues the commit's
+	// trace. Span contexts, not spans: a replay may hold millions.
+	undecided map[groupPartition]trace.SpanContext
+	tracer    trace.TracerProvider // of the spans in undecided
 
 	syncsRead       bool
 	checkpointsRead bool
 	gateOpen        bool
+}
+
+type groupPartition struct {
+	group string
+	tp    messages.TopicPartition
 }
 
 type shard struct {
@@ -98,6 +109,7 @@ func NewCheckpointer(cfg CheckpointerConfig) (*Checkpointer, error) {
 		shards:      make(map[int32]*shard),
 		groupShard:  make(map[string]int32),
 		emittedHere: make(map[string]struct{}),
+		undecided:   make(map[groupPartition]trace.SpanContext),
 	}, nil
 }
 
@@ -204,6 +216,9 @@ func (c *Checkpointer) dropShard(p int32) {
 		return
 	}
 	for group := range sh.groups {
+		c.commits.ForEachOf(group, func(tp messages.TopicPartition, _ translate.Commit) {
+			delete(c.undecided, groupPartition{group, tp})
+		})
 		c.commits.DeleteGroup(group)
 		delete(c.groupShard, group)
 		delete(c.emittedHere, group)
@@ -234,15 +249,22 @@ func (c *Checkpointer) SourceCommit(ctx context.Context, p int32, rec messages.O
 	}
 	if rec.Tombstone {
 		c.commits.Delete(rec.Group, rec.TopicPartition)
+		delete(c.undecided, groupPartition{rec.Group, rec.TopicPartition})
 		return
 	}
 	// A negative offset means "no offset" and deletes the entry (Commits.Set).
 	c.commits.Set(rec.Group, rec.TopicPartition, translate.Commit{Offset: rec.Offset, Metadata: rec.Metadata, Time: at})
 	if rec.Offset < 0 {
+		delete(c.undecided, groupPartition{rec.Group, rec.TopicPartition})
 		return
 	}
 	if sh.live && c.gateOpen {
 		c.evaluate(ctx, rec.Group, rec.TopicPartition)
+		return
+	}
+	if span := trace.SpanFromContext(ctx); span.SpanContext().IsSampled() {
+		c.undecided[groupPartition{rec.Group, rec.TopicPartition}] = span.SpanContext()
+		c.tracer = span.TracerProvider()
 	}
 }
 
@@ -280,8 +302,26 @@ func (c *Checkpointer) evaluateGroup(ctx context.Context, group string) {
 	var parts []messages.TopicPartition
 	c.commits.ForEachOf(group, func(tp messages.TopicPartition, _ translate.Commit) { parts = append(parts, tp) })
 	for _, tp := range parts {
+		if sc, ok := c.undecided[groupPartition{group, tp}]; ok {
+			delete(c.undecided, groupPartition{group, tp})
+			c.decideLate(ctx, sc, group, tp)
+			continue
+		}
 		c.evaluate(ctx, group, tp)
 	}
+}
+
+// decideLate decides a commit whose record's span has ended, in a `decide`
+// span that is that span's child: the decision event and the checkpoint's
+// send span stay in the commit's trace.
+func (c *Checkpointer) decideLate(ctx context.Context, commit trace.SpanContext, group string, tp messages.TopicPartition) {
+	ctx = trace.ContextWithSpanContext(ctx, commit)
+	ctx, span := c.tracer.Tracer(TracerScope).Start(ctx, "decide", trace.WithSpanKind(trace.SpanKindInternal))
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(GroupKey.String(group), UpstreamTopicKey.String(tp.Topic), PartitionKey.Int(int(tp.Partition)))
+	}
+	c.evaluate(ctx, group, tp)
 }
 
 // evaluate decides one (group, upstream partition) and emits its checkpoint.

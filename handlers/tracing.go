@@ -9,6 +9,9 @@ import (
 	"github.com/checkpointd/checkpointd/messages"
 )
 
+// TracerScope is the instrumentation scope of checkpointd's spans.
+const TracerScope = "github.com/checkpointd/checkpointd"
+
 // Attribute keys and event names the handlers put on the span of the context
 // they are given (the `process <topic>` span of infra/telemetry's
 // middleware). Without tracing that span is a no-op and nothing is recorded.
@@ -79,3 +82,4 @@ func recordDecision(ctx context.Context, group string, tp, renamed messages.Topi
 	}
 	span.AddEvent(DecisionEvent, trace.WithAttributes(attrs...))
 }
+

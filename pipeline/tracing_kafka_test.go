@@ -19,12 +19,13 @@ import (
 
 // TestTracingOnKafka runs checkpointd with tracing into an in-memory
 // recorder against the real clusters and MM2: the checkpoint a source commit
-// leads to carries, in its Kafka headers, the context of the `process
-// __consumer_offsets` span that decided it, and the commit stage's `process
-// <checkpoints topic>` span is that span's child, in the same trace. The
-// deciding span holds the decision as an event; the checkpoint carries the
-// source commit time in a header; the target commit gets a CLIENT span that
-// links to the span that emitted the checkpoint it commits.
+// leads to carries, in its Kafka headers, the context of its PRODUCER `send
+// <checkpoints topic>` span, child of the `process __consumer_offsets` span
+// that decided it, and the commit stage's `process <checkpoints topic>` span
+// is the send span's child, in the same trace. The deciding span holds the
+// decision as an event; the checkpoint carries the source commit time in a
+// header; the target commit gets a CLIENT span that links to the send span of
+// the checkpoint it commits.
 func TestTracingOnKafka(t *testing.T) {
 	bed := kafkatest.Shared(t)
 	f := newFixture(t, bed, map[string]int32{"tracing": 1})
@@ -55,12 +56,25 @@ func TestTracingOnKafka(t *testing.T) {
 		t.Fatalf("checkpoint %v at offset %d has no trace context; headers %v", cp.Checkpoint, cp.rec.Offset, carrier)
 	}
 
-	var decided, committed, commitCall sdktrace.ReadOnlySpan
+	// consumed is the span of the source commit record; decided is the span
+	// that holds the decision: the same span when the commit was decided as
+	// it arrived, its `decide` child when it arrived during the start-up
+	// replay and was decided once that caught up.
+	var consumed, decided, sent, committed, commitCall sdktrace.ReadOnlySpan
 	f.waitFor(t, waitTimeout, "the spans of the checkpoint's hops", func() error {
-		decided, committed, commitCall = nil, nil, nil
-		for _, s := range rec.Ended() {
+		consumed, decided, sent, committed, commitCall = nil, nil, nil, nil, nil
+		ended := rec.Ended()
+		for _, s := range ended {
+			if s.SpanContext().SpanID() == sc.SpanID() {
+				sent = s
+			}
+		}
+		if sent == nil {
+			return fmt.Errorf("no span %s (the checkpoint's traceparent) among %d", sc.SpanID(), len(ended))
+		}
+		for _, s := range ended {
 			switch {
-			case s.SpanContext().SpanID() == sc.SpanID():
+			case s.SpanContext().SpanID() == sent.Parent().SpanID():
 				decided = s
 			case s.Parent().SpanID() == sc.SpanID() && handlerOf(s) == "sync_target_offsets":
 				committed = s
@@ -68,9 +82,20 @@ func TestTracingOnKafka(t *testing.T) {
 				commitCall = s
 			}
 		}
+		consumed = decided
+		if decided != nil && decided.Name() == "decide" {
+			consumed = nil
+			for _, s := range ended {
+				if s.SpanContext().SpanID() == decided.Parent().SpanID() {
+					consumed = s
+				}
+			}
+		}
 		switch {
 		case decided == nil:
-			return fmt.Errorf("no span %s (the checkpoint's traceparent) among %d", sc.SpanID(), len(rec.Ended()))
+			return fmt.Errorf("no span %s (the send span's parent) among %d", sent.Parent().SpanID(), len(ended))
+		case consumed == nil:
+			return fmt.Errorf("no span %s (the decide span's parent) among %d", decided.Parent().SpanID(), len(ended))
 		case committed == nil:
 			return fmt.Errorf("no commit-stage span child of %s", sc.SpanID())
 		case commitCall == nil:
@@ -78,11 +103,14 @@ func TestTracingOnKafka(t *testing.T) {
 		}
 		return nil
 	})
-	if decided.Name() != "process __consumer_offsets" || decided.SpanKind() != trace.SpanKindConsumer {
-		t.Errorf("checkpoint decided in %q (%v), want `process __consumer_offsets` (consumer)", decided.Name(), decided.SpanKind())
+	if want := "send " + f.bed.CheckpointsTopic(); sent.Name() != want || sent.SpanKind() != trace.SpanKindProducer || sent.Parent().TraceID() != decided.SpanContext().TraceID() {
+		t.Errorf("checkpoint carries span %q (%v), want %q (producer) in the deciding span's trace", sent.Name(), sent.SpanKind(), want)
+	}
+	if consumed.Name() != "process __consumer_offsets" || consumed.SpanKind() != trace.SpanKindConsumer || consumed.SpanContext().TraceID() != sc.TraceID() {
+		t.Errorf("the checkpoint's trace starts at %q (%v), want `process __consumer_offsets` (consumer)", consumed.Name(), consumed.SpanKind())
 	}
 	attrs := map[string]string{}
-	for _, kv := range decided.Attributes() {
+	for _, kv := range consumed.Attributes() {
 		attrs[string(kv.Key)] = kv.Value.Emit()
 	}
 	for k, want := range map[string]string{
@@ -127,7 +155,7 @@ func TestTracingOnKafka(t *testing.T) {
 	if commitCall.SpanKind() != trace.SpanKindClient {
 		t.Errorf("target commit span kind %v, want client", commitCall.SpanKind())
 	}
-	t.Logf("trace %s: %s -> checkpoint at offset %d -> %s; target commit %q", sc.TraceID(), decided.Name(), cp.rec.Offset, committed.Name(), commitCall.Name())
+	t.Logf("trace %s: %s -> %s -> %s -> checkpoint at offset %d -> %s; target commit %q", sc.TraceID(), consumed.Name(), decided.Name(), sent.Name(), cp.rec.Offset, committed.Name(), commitCall.Name())
 	f.stop(t, in)
 }
 

@@ -62,11 +62,12 @@ func attrMap(kvs []attribute.KeyValue) map[string]string {
 	return out
 }
 
-// TestCheckpointCarriesProcessSpan runs a real Checkpointer and Outbox behind
+// TestCheckpointCarriesSendSpan runs a real Checkpointer and Outbox behind
 // the middleware: the checkpoint a source commit leads to is published with
-// the traceparent of the commit's `process __consumer_offsets` span, which is
-// the child of the context the commit record carried.
-func TestCheckpointCarriesProcessSpan(t *testing.T) {
+// the traceparent of its `send` span, child of the commit's `process
+// __consumer_offsets` span, which is the child of the context the commit
+// record carried.
+func TestCheckpointCarriesSendSpan(t *testing.T) {
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -151,17 +152,23 @@ func TestCheckpointCarriesProcessSpan(t *testing.T) {
 	run(msg)
 
 	published := pub.wait(t, 1)
-	var process sdktrace.ReadOnlySpan
+	var process, send sdktrace.ReadOnlySpan
 	for _, s := range rec.Ended() {
-		if s.Name() == "process "+co {
+		switch s.Name() {
+		case "process " + co:
 			process = s
+		case "send source.checkpoints.internal":
+			send = s
 		}
 	}
-	if process == nil {
-		t.Fatalf("no `process %s` span among %d ended spans", co, len(rec.Ended()))
+	if process == nil || send == nil {
+		t.Fatalf("no `process %s` or `send source.checkpoints.internal` span among %d ended spans", co, len(rec.Ended()))
 	}
-	if got := len(rec.Ended()); got != 2 {
-		t.Errorf("%d spans ended, want 2 (the sync and the commit; control messages are not traced)", got)
+	if got := len(rec.Ended()); got != 3 {
+		t.Errorf("%d spans ended, want 3 (the sync, the commit and the checkpoint's send; control messages are not traced)", got)
+	}
+	if send.Parent().SpanID() != process.SpanContext().SpanID() || send.SpanKind() != trace.SpanKindProducer {
+		t.Errorf("send span (%v) parent %s, want a producer span, child of the process span %s", send.SpanKind(), send.Parent().SpanID(), process.SpanContext().SpanID())
 	}
 	if process.SpanKind() != trace.SpanKindConsumer {
 		t.Errorf("span kind %v, want consumer", process.SpanKind())
@@ -185,12 +192,12 @@ func TestCheckpointCarriesProcessSpan(t *testing.T) {
 		}
 	}
 
-	// The checkpoint carries the process span's context.
+	// The checkpoint carries its send span's context.
 	got := otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(published[0].Metadata))
 	sc := trace.SpanContextFromContext(got)
-	if sc.TraceID() != upstream.TraceID() || sc.SpanID() != process.SpanContext().SpanID() {
-		t.Errorf("checkpoint traceparent %q: trace %s span %s, want trace %s span %s (the process span)",
-			published[0].Metadata.Get("traceparent"), sc.TraceID(), sc.SpanID(), upstream.TraceID(), process.SpanContext().SpanID())
+	if sc.TraceID() != upstream.TraceID() || sc.SpanID() != send.SpanContext().SpanID() {
+		t.Errorf("checkpoint traceparent %q: trace %s span %s, want trace %s span %s (the send span)",
+			published[0].Metadata.Get("traceparent"), sc.TraceID(), sc.SpanID(), upstream.TraceID(), send.SpanContext().SpanID())
 	}
 }
 
