@@ -11,11 +11,12 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )
 
 // ScopeName is the instrumentation scope of checkpointd's spans.
-const ScopeName = "github.com/checkpointd/checkpointd"
+const ScopeName = handlers.TracerScope
 
 // Attribute keys of checkpointd's own span attributes.
 const (
@@ -49,31 +50,13 @@ func Middleware(tp trace.TracerProvider, groups map[string]string) message.Handl
 				topic = message.SubscribeTopicFromCtx(ctx)
 			}
 			handler := message.HandlerNameFromCtx(ctx)
-			// Sized for every attribute below: one allocation per record.
-			attrs := make([]attribute.KeyValue, 0, 10)
-			attrs = append(attrs,
-				semconv.MessagingSystemKafka,
-				semconv.MessagingOperationTypeProcess,
-				semconv.MessagingOperationName("process"),
-				semconv.MessagingDestinationName(topic),
-				semconv.MessagingMessageBodySize(len(msg.Payload)),
-				HandlerKey.String(handler),
-			)
-			if p := msg.Metadata.Get(envelope.MetaPartition); p != "" {
-				attrs = append(attrs, semconv.MessagingDestinationPartitionID(p))
-			}
-			if o, err := strconv.ParseInt(msg.Metadata.Get(envelope.MetaOffset), 10, 64); err == nil {
-				attrs = append(attrs, semconv.MessagingKafkaOffset(int(o)))
-			}
-			if g := groups[handler]; g != "" {
-				attrs = append(attrs, semconv.MessagingConsumerGroupName(g))
-			}
-			if msg.Metadata.Get(envelope.MetaTombstone) == "true" {
-				attrs = append(attrs, semconv.MessagingKafkaMessageTombstone(true))
-			}
-			ctx, span := tracer.Start(ctx, "process "+topic,
-				trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
+			ctx, span := tracer.Start(ctx, "process "+topic, trace.WithSpanKind(trace.SpanKindConsumer))
 			defer span.End()
+			// Attributes only for a span that records: a trace that is not
+			// sampled then costs little more than the span start.
+			if span.IsRecording() {
+				span.SetAttributes(recordAttributes(msg, topic, handler, groups[handler])...)
+			}
 			orig := msg.Context()
 			msg.SetContext(ctx)
 			out, err := h(msg)
@@ -86,4 +69,32 @@ func Middleware(tp trace.TracerProvider, groups map[string]string) message.Handl
 			return out, err
 		}
 	}
+}
+
+// recordAttributes are the semantic-convention attributes of a `process`
+// span for msg.
+func recordAttributes(msg *message.Message, topic, handler, group string) []attribute.KeyValue {
+	// Sized for every attribute below: one allocation per record.
+	attrs := make([]attribute.KeyValue, 0, 10)
+	attrs = append(attrs,
+		semconv.MessagingSystemKafka,
+		semconv.MessagingOperationTypeProcess,
+		semconv.MessagingOperationName("process"),
+		semconv.MessagingDestinationName(topic),
+		semconv.MessagingMessageBodySize(len(msg.Payload)),
+		HandlerKey.String(handler),
+	)
+	if p := msg.Metadata.Get(envelope.MetaPartition); p != "" {
+		attrs = append(attrs, semconv.MessagingDestinationPartitionID(p))
+	}
+	if o, err := strconv.ParseInt(msg.Metadata.Get(envelope.MetaOffset), 10, 64); err == nil {
+		attrs = append(attrs, semconv.MessagingKafkaOffset(int(o)))
+	}
+	if group != "" {
+		attrs = append(attrs, semconv.MessagingConsumerGroupName(group))
+	}
+	if msg.Metadata.Get(envelope.MetaTombstone) == "true" {
+		attrs = append(attrs, semconv.MessagingKafkaMessageTombstone(true))
+	}
+	return attrs
 }
