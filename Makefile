@@ -15,7 +15,7 @@ FUZZ_TARGETS := \
 	./infra/config:FuzzParseJAAS \
 	./infra/config:FuzzParseProperties
 
-.PHONY: build vet jars test unit fuzz bench bench-e2e demo clean
+.PHONY: build vet jars jaeger test unit fuzz bench bench-e2e demo clean
 
 build:
 	$(GO) build -o bin/checkpointd ./cmd/checkpointd
@@ -32,10 +32,16 @@ vet:
 jars:
 	$(GO) run ./infra/kafkatest/cmd/fetchjars
 
+# The Jaeger all-in-one the tracing tests export to, built once from the Go
+# module proxy into a cache outside the repo ($$JAEGER_TEST_CACHE, else the
+# user cache dir): about 2 minutes the first time.
+jaeger:
+	$(GO) run ./infra/jaegertest/cmd/buildjaeger
+
 # Unit and integration tests, then every fuzz target for a few seconds.
 # Integration tests start real Kafka 4.1.1 clusters and MirrorMaker 2 from the
-# jars; they fail (never skip) when Java or Maven is missing.
-test: vet jars
+# jars, and a real Jaeger; they fail (never skip) when Java or Maven is missing.
+test: vet jars jaeger
 	$(GO) test -count=1 -timeout 45m $(PKGS)
 	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 

@@ -37,6 +37,14 @@ func CacheDir() (string, error) {
 	return filepath.Join(base, "checkpointd", "jaeger-"+Version), nil
 }
 
+// Cached reports whether the binary is already built.
+func Cached() bool {
+	cache, err := CacheDir()
+	return err == nil && isFile(binaryPath(cache))
+}
+
+func binaryPath(cache string) string { return filepath.Join(cache, "bin", "jaeger-all-in-one") }
+
 // Binary returns the path of the all-in-one binary, building it on first
 // use. The build is the only step that needs a network (the module proxy).
 func Binary(ctx context.Context) (string, error) {
@@ -44,7 +52,7 @@ func Binary(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(cache, "bin", "jaeger-all-in-one")
+	bin := binaryPath(cache)
 	if isFile(bin) {
 		return bin, nil
 	}

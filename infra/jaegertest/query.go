@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -133,6 +134,29 @@ func (j *Jaeger) Traces(ctx context.Context, service string) ([]Trace, error) {
 	return resp.Data, nil
 }
 
+// ErrTraceNotFound is what Trace returns while Jaeger holds no span of the
+// trace yet.
+var ErrTraceNotFound = errors.New("trace not found")
+
+// Trace returns one trace by its hex ID (GET /api/traces/{id}), or
+// ErrTraceNotFound.
+func (j *Jaeger) Trace(ctx context.Context, traceID string) (Trace, error) {
+	var resp struct {
+		Data []Trace `json:"data"`
+	}
+	err := j.get(ctx, "/api/traces/"+url.PathEscape(traceID), &resp)
+	var status *statusError
+	switch {
+	case errors.As(err, &status) && status.code == http.StatusNotFound:
+		return Trace{}, fmt.Errorf("%w: %s", ErrTraceNotFound, traceID)
+	case err != nil:
+		return Trace{}, err
+	case len(resp.Data) == 0:
+		return Trace{}, fmt.Errorf("%w: %s", ErrTraceNotFound, traceID)
+	}
+	return resp.Data[0], nil
+}
+
 // Services returns the services Jaeger has spans of (GET /api/services).
 func (j *Jaeger) Services(ctx context.Context) ([]string, error) {
 	var resp struct {
@@ -157,7 +181,7 @@ func (j *Jaeger) get(ctx context.Context, path string, into any) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, tail(body, 5))
+		return &statusError{code: resp.StatusCode, msg: fmt.Sprintf("GET %s: %s: %s", path, resp.Status, tail(body, 5))}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -166,3 +190,11 @@ func (j *Jaeger) get(ctx context.Context, path string, into any) error {
 	}
 	return nil
 }
+
+// statusError is a reply of the query API other than 200 OK.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return e.msg }

@@ -18,6 +18,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
+	if !jaegertest.Cached() {
+		fmt.Printf("building jaeger %s all-in-one from the Go module proxy (first time only; about 2 minutes on 2 cores)\n", jaegertest.Version)
+	}
 	bin, err := jaegertest.Binary(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "buildjaeger: %v\n", err)
