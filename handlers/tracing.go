@@ -82,4 +82,3 @@ func recordDecision(ctx context.Context, group string, tp, renamed messages.Topi
 	}
 	span.AddEvent(DecisionEvent, trace.WithAttributes(attrs...))
 }
-
