@@ -11,15 +11,19 @@ import (
 // runsOf returns, per slot, the index of the distinct sync the slot holds in
 // the index's history of tp0.
 func runsOf(ix *Index) [slots]uint8 {
-	return ix.parts.Load().find(tp0).hist.Load().slot
+	var out [slots]uint8
+	ix.parts.Load().find(tp0).load().slotsInto(&out)
+	return out
 }
 
 // slotUpstreams returns the upstream offset each slot of tp0 holds.
 func slotUpstreams(ix *Index) [slots]int64 {
-	h := ix.parts.Load().find(tp0).hist.Load()
+	h := ix.parts.Load().find(tp0).load()
+	var runs [slots]uint8
+	h.slotsInto(&runs)
 	var out [slots]int64
-	for c, k := range h.slot {
-		out[c] = h.syncs[k].Upstream
+	for c, k := range runs {
+		out[c] = h.syncs()[k].Upstream
 	}
 	return out
 }

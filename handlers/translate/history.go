@@ -1,6 +1,9 @@
 package translate
 
-import "slices"
+import (
+	"encoding/binary"
+	"slices"
+)
 
 // slots is the size of MM2's per-partition sync array: one slot per bit of an
 // int64 offset, slot i covering a span of roughly 2^i offsets.
@@ -11,43 +14,89 @@ const slots = 64
 //
 // MM2 keeps an array of 64 references in which the same sync object fills a run
 // of consecutive slots. history keeps the same information compactly: each
-// distinct sync once in syncs, newest first, and for every slot the index of
-// the sync it holds. Runs are always contiguous (an update only ever copies
-// syncs forward, in order), so an index identifies a sync object: two syncs with
-// equal offsets received separately stay two entries, as in MM2.
-type history struct {
-	syncs []Sync // first: a lookup reads only this header and the syncs
-	slot  [slots]uint8
+// distinct sync once, newest first, and for every slot the index of the sync it
+// holds. Runs are always contiguous (an update only ever copies syncs forward,
+// in order), so an index identifies a sync object: two syncs with equal offsets
+// received separately stay two entries, as in MM2.
+//
+// A history of n distinct syncs is one pointer-free block of n+5 elements, in
+// the order a lookup reads it:
+//
+//	h[0]         header: Upstream holds n
+//	h[1 : n+1]   the distinct syncs, newest first
+//	h[n+1 :]     the 64 slot indexes, one byte each, 16 to an element
+//
+// A lookup thus costs one cache miss, on a line holding the count and the
+// newest syncs, and never touches the slot indexes; only updates read those.
+// Being pointer-free, the block is never scanned by the garbage collector.
+type history []Sync
+
+// slotElems is the number of trailing elements that hold the slot indexes.
+const slotElems = slots / 16
+
+// newHistory returns a history of n syncs, all zero, with every slot holding
+// the newest one.
+func newHistory(n int) history {
+	h := make(history, 1+n+slotElems)
+	h[0].Upstream = int64(n)
+	return h
 }
 
 // single returns the history that holds x in every slot: the first sync of a
 // partition, and MM2's clearSyncArray.
-func single(x Sync) *history {
-	return &history{syncs: []Sync{x}}
+func single(x Sync) history {
+	h := newHistory(1)
+	h[1] = x
+	return h
+}
+
+// syncs returns the distinct syncs, newest first.
+func (h history) syncs() []Sync { return h[1 : len(h)-slotElems] }
+
+// slotsInto unpacks the slot indexes into s.
+func (h history) slotsInto(s *[slots]uint8) {
+	for i, e := range h[len(h)-slotElems:] {
+		binary.LittleEndian.PutUint64(s[16*i:], uint64(e.Upstream))
+		binary.LittleEndian.PutUint64(s[16*i+8:], uint64(e.Downstream))
+	}
+}
+
+// setSlots packs the slot indexes s into h.
+func (h history) setSlots(s *[slots]uint8) {
+	tail := h[len(h)-slotElems:]
+	for i := range tail {
+		tail[i] = Sync{
+			Upstream:   int64(binary.LittleEndian.Uint64(s[16*i:])),
+			Downstream: int64(binary.LittleEndian.Uint64(s[16*i+8:])),
+		}
+	}
 }
 
 // find returns the sync MM2 translates upstream against: the newest one at or
 // before upstream, else the oldest one (spec §4.5). Scanning distinct syncs in
 // order is the same as scanning the 64 slots.
-func (h *history) find(upstream int64) Sync {
-	for _, s := range h.syncs {
+func (h history) find(upstream int64) Sync {
+	syncs := h.syncs()
+	for _, s := range syncs {
 		if s.Upstream <= upstream {
 			return s
 		}
 	}
-	return h.syncs[len(h.syncs)-1]
+	return syncs[len(syncs)-1]
 }
 
 // sameAs reports whether h and o hold the same syncs by value, in order, in
 // which case every translation through them is the same.
-func (h *history) sameAs(o *history) bool { return slices.Equal(h.syncs, o.syncs) }
+func (h history) sameAs(o history) bool { return slices.Equal(h.syncs(), o.syncs()) }
 
 // workspace is the scratch memory of an update, kept by the Index so that an
 // update does not clear it each time: only the entries an update writes are
 // ever read.
 type workspace struct {
 	up   [slots + 1]int64 // up[r] is the upstream offset of ref r
+	slot [slots]uint8     // the previous history's slot indexes, unpacked
 	head [slots]ref       // the repaired head of the copy
+	out  [slots]uint8     // the new history's slot indexes, before packing
 }
 
 // ref names a sync object during an update: 0 is the incoming sync, k+1 is
@@ -59,13 +108,15 @@ type ref = uint8
 //
 // MM2 copies the array and repairs the copy slot by slot. Here w.head holds
 // the repaired head of the copy; at and after slot c the copy still equals the
-// original, whose ref in slot i is h.slot[i]+1.
-func (h *history) with(x Sync, w *workspace) *history {
+// original, whose ref in slot i is w.slot[i]+1.
+func (h history) with(x Sync, w *workspace) history {
 	up := &w.up
 	up[0] = x.Upstream
-	for i, s := range h.syncs {
+	for i, s := range h.syncs() {
 		up[i+1] = s.Upstream
 	}
+	old := &w.slot
+	h.slotsInto(old)
 
 	s := &w.head
 	s[0] = 0 // the new sync goes first
@@ -75,11 +126,11 @@ func (h *history) with(x Sync, w *workspace) *history {
 	for ; c < slots; c++ {
 		p := c - 1
 		for {
-			o := h.slot[r] + 1
+			o := old[r] + 1
 			isRecent := recent(up, s[p], o, p, c)
 			sepPrev := separated(up, s[p], o, p)
-			sepNext := c+1 >= slots || separated(up, o, h.slot[c+1]+1, c)
-			dup := r+1 < slots && h.slot[r+1]+1 == o
+			sepNext := c+1 >= slots || separated(up, o, old[c+1]+1, c)
+			dup := r+1 < slots && old[r+1]+1 == o
 			promote := isRecent && sepPrev && sepNext
 			if promote {
 				replacement = o
@@ -92,49 +143,54 @@ func (h *history) with(x Sync, w *workspace) *history {
 				break
 			}
 		}
-		if recent(up, s[p], h.slot[c]+1, p, c) {
+		if recent(up, s[p], old[c]+1, p, c) {
 			break // the rest of the original already satisfies invariant B
 		}
 		s[c] = replacement
 	}
-	return h.build(x, s, c)
+	return h.build(x, w, c)
 }
 
-// build assembles the history whose slots hold s[:cut] followed by the
-// original from slot cut on.
-func (h *history) build(x Sync, s *[slots]ref, cut int) *history {
+// build assembles the history whose slots hold w.head[:cut] followed by the
+// original (unpacked in w.slot) from slot cut on.
+func (h history) build(x Sync, w *workspace, cut int) history {
+	s, old, slot := &w.head, &w.slot, &w.out
+	syncs := h.syncs()
 	n := 1
 	for c := 1; c < cut; c++ {
 		if s[c] != s[c-1] {
 			n++
 		}
 	}
-	tail := len(h.syncs) // first original sync that the tail adds
+	tail := len(syncs) // first original sync that the tail adds
 	if cut < slots {
-		tail = int(h.slot[cut])
-		if s[cut-1] == h.slot[cut]+1 {
+		tail = int(old[cut])
+		if s[cut-1] == old[cut]+1 {
 			tail++ // the head's last run goes on into the tail
 		}
-		n += len(h.syncs) - tail
+		n += len(syncs) - tail
 	}
 
-	out := &history{syncs: make([]Sync, n)}
-	out.syncs[0] = x
+	out := newHistory(n)
+	outSyncs := out.syncs()
+	outSyncs[0] = x
+	slot[0] = 0
 	k := 0
 	for c := 1; c < cut; c++ {
 		if s[c] != s[c-1] {
 			k++
-			out.syncs[k] = h.syncs[s[c]-1]
+			outSyncs[k] = syncs[s[c]-1]
 		}
-		out.slot[c] = uint8(k)
+		slot[c] = uint8(k)
 	}
 	if cut < slots {
-		copy(out.syncs[k+1:], h.syncs[tail:])
+		copy(outSyncs[k+1:], syncs[tail:])
 		shift := uint8(k + 1 - tail) // modular: the tail may move either way
 		for c := cut; c < slots; c++ {
-			out.slot[c] = h.slot[c] + shift
+			slot[c] = old[c] + shift
 		}
 	}
+	out.setSlots(slot)
 	return out
 }
 

@@ -73,17 +73,17 @@ func (ix *Index) Apply(tp messages.TopicPartition, upstream, downstream int64) b
 		return ix.gate.Load()
 	}
 
-	prev := e.hist.Load()
-	var next *history
+	prev := e.load()
+	var next history
 	// The clearing cases of spec §4.3: syncs read at start-up when the previous
 	// checkpoints are unknown, and an upstream rewind (e.g. a recreated topic).
-	if (!ix.gate.Load() && !ix.keepStartup) || upstream < prev.syncs[0].Upstream {
+	if (!ix.gate.Load() && !ix.keepStartup) || upstream < prev.syncs()[0].Upstream {
 		next = single(x)
 	} else {
 		next = prev.with(x, &ix.ws)
 	}
-	e.hist.Store(next)
-	ix.stored.Add(int64(len(next.syncs) - len(prev.syncs)))
+	e.store(next)
+	ix.stored.Add(int64(len(next) - len(prev)))
 	return ix.gate.Load() && !next.sameAs(prev)
 }
 
@@ -104,7 +104,7 @@ func (ix *Index) Translate(tp messages.TopicPartition, upstream int64) Translati
 	if e == nil {
 		return Translation{Outcome: NoResult, Downstream: -1, Reason: ReasonNoSyncYet}
 	}
-	return translateWith(e.hist.Load().find(upstream), upstream)
+	return translateWith(e.load().find(upstream), upstream)
 }
 
 // Syncs returns the distinct syncs stored for tp, newest first, or nil. It is
@@ -114,7 +114,7 @@ func (ix *Index) Syncs(tp messages.TopicPartition) []Sync {
 	if e == nil {
 		return nil
 	}
-	return append([]Sync(nil), e.hist.Load().syncs...)
+	return append([]Sync(nil), e.load().syncs()...)
 }
 
 // Partitions returns the number of partitions with at least one sync.

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/checkpointd/checkpointd/messages"
 )
@@ -26,8 +27,23 @@ type table struct {
 
 type entry struct {
 	tp   messages.TopicPartition
-	hist atomic.Pointer[history]
+	hist atomic.Pointer[Sync] // the first element of a published history
 }
+
+// load returns the entry's history, or nil. A history's first element holds
+// its count of syncs and so its length, which is all it takes to rebuild the
+// slice from the pointer: storing the bare pointer keeps a lookup to a single
+// dependent load.
+func (e *entry) load() history {
+	p := e.hist.Load()
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice(p, 1+int(p.Upstream)+slotElems)
+}
+
+// store publishes h, which must not change afterwards.
+func (e *entry) store(h history) { e.hist.Store(&h[0]) }
 
 const minTableSize = 16
 
@@ -62,14 +78,14 @@ func (t *table) find(tp messages.TopicPartition) *entry {
 
 // insert publishes a new partition with its first history. The caller is the
 // single writer and has checked that tp is absent and that the table has room.
-func (t *table) insert(tp messages.TopicPartition, h *history) {
+func (t *table) insert(tp messages.TopicPartition, h history) {
 	mask := len(t.slots) - 1
 	i := t.home(tp)
 	for t.slots[i].hist.Load() != nil {
 		i = (i + 1) & mask
 	}
 	t.slots[i].tp = tp
-	t.slots[i].hist.Store(h)
+	t.slots[i].store(h)
 	t.used++
 }
 
@@ -80,7 +96,7 @@ func (t *table) full() bool { return (t.used+1)*4 > len(t.slots)*3 }
 func (t *table) grown() *table {
 	g := newTable(t.seed, 2*len(t.slots))
 	for i := range t.slots {
-		if h := t.slots[i].hist.Load(); h != nil {
+		if h := t.slots[i].load(); h != nil {
 			g.insert(t.slots[i].tp, h)
 		}
 	}
