@@ -103,7 +103,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("target admin client config: %w", err)
 	}
-	targetClient, err := sarama.NewClient(p.cfg.Target.BootstrapServers, targetAdminCfg)
+	targetClient, err := kafkalog.NewClient(p.cfg.Target.BootstrapServers, targetAdminCfg)
 	if err != nil {
 		return fmt.Errorf("connect to target cluster %q at %v: %w", p.cfg.TargetAlias, p.cfg.Target.BootstrapServers, err)
 	}
@@ -203,7 +203,7 @@ func (p *Pipeline) instrument(targetClient sarama.Client) error {
 		return fmt.Errorf("source admin client config: %w", err)
 	}
 	source := metrics.DialClusterProbe("source "+p.cfg.SourceAlias, func() (sarama.Client, error) {
-		return sarama.NewClient(p.cfg.Source.BootstrapServers, sourceCfg)
+		return kafkalog.NewClient(p.cfg.Source.BootstrapServers, sourceCfg)
 	})
 	p.closers = append(p.closers, source.Close)
 	p.probes = []*metrics.ClusterProbe{source, metrics.NewClusterProbe("target "+p.cfg.TargetAlias, targetClient)}

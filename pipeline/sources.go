@@ -49,7 +49,7 @@ func (p *Pipeline) commitSource(ctx context.Context, groups filter.Matcher) (mes
 		if err != nil {
 			return nil, "", fmt.Errorf("source admin client config: %w", err)
 		}
-		client, err := sarama.NewClient(p.cfg.Source.BootstrapServers, adminCfg)
+		client, err := kafkalog.NewClient(p.cfg.Source.BootstrapServers, adminCfg)
 		if err != nil {
 			return nil, "", fmt.Errorf("connect to source cluster %q at %v: %w", p.cfg.SourceAlias, p.cfg.Source.BootstrapServers, err)
 		}
@@ -76,7 +76,7 @@ func (p *Pipeline) offsetsLogReadable(ctx context.Context) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
-	client, err := sarama.NewClient(p.cfg.Source.BootstrapServers, cfg)
+	client, err := kafkalog.NewClient(p.cfg.Source.BootstrapServers, cfg)
 	if err != nil {
 		return false, fmt.Sprintf("connect: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/handlers/filter"
 	"github.com/checkpointd/checkpointd/infra/config"
+	"github.com/checkpointd/checkpointd/infra/kafkalog"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )
@@ -227,7 +228,7 @@ func sourceCommits(cfg *config.Config, groups []string) ([]messages.OffsetsRecor
 	if err != nil {
 		return nil, err
 	}
-	admin, err := sarama.NewClusterAdmin(cfg.Source.BootstrapServers, sc)
+	admin, err := kafkalog.NewClusterAdmin(cfg.Source.BootstrapServers, sc)
 	if err != nil {
 		return nil, fmt.Errorf("connect to source cluster %q: %w", cfg.SourceAlias, err)
 	}

@@ -21,7 +21,7 @@ func connect(ctx context.Context, cfg *ReaderConfig, saramaCfg *sarama.Config, l
 	for {
 		done := make(chan result, 1)
 		go func() {
-			client, err := sarama.NewClient(cfg.Brokers, saramaCfg)
+			client, err := NewClient(cfg.Brokers, saramaCfg)
 			done <- result{client, err}
 		}()
 		select {
