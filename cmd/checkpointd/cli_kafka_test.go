@@ -67,8 +67,8 @@ func TestTranslateAndInspectOnKafka(t *testing.T) {
 	tp := messages.TopicPartition{Topic: topic, Partition: 0}
 	bed.Source.CreateTopic(t, topic, 1, nil)
 	bed.Source.Produce(t, topic, 0, 50)
-	bed.Target.CreateTopic(t, bed.CheckpointsTopic(), 1, map[string]string{"cleanup.policy": "compact"})
-	bed.Source.CreateTopic(t, bed.OffsetSyncsTopic(), 1, map[string]string{"cleanup.policy": "compact"})
+	bed.Target.EnsureTopic(t, bed.CheckpointsTopic(), 1, map[string]string{"cleanup.policy": "compact"})
+	bed.Source.EnsureTopic(t, bed.OffsetSyncsTopic(), 1, map[string]string{"cleanup.policy": "compact"})
 
 	remote := messages.TopicPartition{Topic: bed.RemoteTopic(topic), Partition: 0}
 	for _, cp := range []messages.Checkpoint{

@@ -59,12 +59,28 @@ func (c *Cluster) Admin(t testing.TB) sarama.ClusterAdmin {
 // partition has a leader.
 func (c *Cluster) CreateTopic(t testing.TB, name string, partitions int32, configs map[string]string) {
 	t.Helper()
+	c.createTopic(t, name, partitions, configs, false)
+}
+
+// EnsureTopic is CreateTopic for topics that tests of one binary share, such
+// as MM2's internal topics: a topic that exists already is fine.
+func (c *Cluster) EnsureTopic(t testing.TB, name string, partitions int32, configs map[string]string) {
+	t.Helper()
+	c.createTopic(t, name, partitions, configs, true)
+}
+
+func (c *Cluster) createTopic(t testing.TB, name string, partitions int32, configs map[string]string, existsOK bool) {
+	t.Helper()
 	entries := make(map[string]*string, len(configs))
 	for k, v := range configs {
 		entries[k] = &v
 	}
 	detail := &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1, ConfigEntries: entries}
-	if err := c.Admin(t).CreateTopic(name, detail, false); err != nil {
+	err := c.Admin(t).CreateTopic(name, detail, false)
+	if existsOK && errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		err = nil
+	}
+	if err != nil {
 		t.Fatalf("create topic %s on %s: %v", name, c.Alias, err)
 	}
 	client := c.Client(t)
