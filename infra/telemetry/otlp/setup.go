@@ -126,6 +126,12 @@ func Setup(ctx context.Context, o Options) (*Tracing, error) {
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, fmt.Errorf("trace resource: %w", err)
 	}
+	// The SDK reports failed exports to otel's error handler, which by default
+	// writes to the standard logger: send them through ours, in its format.
+	log := o.Logger
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		log.Warn("tracing: exporting spans failed", "error", err)
+	}))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
 	o.Logger.Info("tracing on", "exporter", "otlp", "protocol", protocol)

@@ -1,7 +1,11 @@
 package otlp
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,4 +52,54 @@ func TestSetupOn(t *testing.T) {
 	if err := tr.Shutdown(ctx); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
+}
+
+// TestExportFailuresAreLogged: when the collector is unreachable, the
+// exporter's error reaches the service's logger (not the standard logger).
+func TestExportFailuresAreLogged(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1") // nothing listens
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "500")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+	prevTP, prevEH := otel.GetTracerProvider(), otel.GetErrorHandler()
+	defer otel.SetTracerProvider(prevTP)
+	defer otel.SetErrorHandler(prevEH)
+	var logs lockedBuffer
+	tr, err := Setup(context.Background(), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = tr.Shutdown(ctx) // fails too: the last export has nowhere to go
+	}()
+	_, span := tr.TracerProvider().Tracer("test").Start(context.Background(), "op")
+	span.End()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "exporting spans failed") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no export failure logged in 10 s; log:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("export failure not a warning:\n%s", logs.String())
+	}
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
