@@ -2,6 +2,7 @@ package translate
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"slices"
 )
 
@@ -19,25 +20,22 @@ const slots = 64
 // in order), so an index identifies a sync object: two syncs with equal offsets
 // received separately stay two entries, as in MM2.
 //
-// A history of n distinct syncs is one pointer-free block of n+5 elements, in
-// the order a lookup reads it:
+// The slot indexes are non-decreasing from 0, rising by one at each slot
+// whose sync differs from the previous slot's, so one 64-bit mask of those run
+// starts holds them all: 8 bytes where a byte per slot would take 64.
 //
-//	h[0]         header: Upstream holds n
+// A history of n distinct syncs is one pointer-free block of n+1 elements:
+//
+//	h[0]         header: Upstream holds n, Downstream the run-start mask
 //	h[1 : n+1]   the distinct syncs, newest first
-//	h[n+1 :]     the 64 slot indexes, one byte each, 16 to an element
 //
-// A lookup thus costs one cache miss, on a line holding the count and the
-// newest syncs, and never touches the slot indexes; only updates read those.
 // Being pointer-free, the block is never scanned by the garbage collector.
 type history []Sync
-
-// slotElems is the number of trailing elements that hold the slot indexes.
-const slotElems = slots / 16
 
 // newHistory returns a history of n syncs, all zero, with every slot holding
 // the newest one.
 func newHistory(n int) history {
-	h := make(history, 1+n+slotElems)
+	h := make(history, 1+n)
 	h[0].Upstream = int64(n)
 	return h
 }
@@ -51,24 +49,28 @@ func single(x Sync) history {
 }
 
 // syncs returns the distinct syncs, newest first.
-func (h history) syncs() []Sync { return h[1 : len(h)-slotElems] }
+func (h history) syncs() []Sync { return h[1:] }
 
-// slotsInto unpacks the slot indexes into s.
+// starts returns the run-start mask: bit c is set when slot c holds a
+// different sync from slot c−1.
+func (h history) starts() uint64 { return uint64(h[0].Downstream) }
+
+// slotsInto unpacks the slot indexes into s, eight slots at a time: an update
+// does this on every call, and a bit-by-bit loop was a tenth of its cost.
 func (h history) slotsInto(s *[slots]uint8) {
-	for i, e := range h[len(h)-slotElems:] {
-		binary.LittleEndian.PutUint64(s[16*i:], uint64(e.Upstream))
-		binary.LittleEndian.PutUint64(s[16*i+8:], uint64(e.Downstream))
-	}
-}
-
-// setSlots packs the slot indexes s into h.
-func (h history) setSlots(s *[slots]uint8) {
-	tail := h[len(h)-slotElems:]
-	for i := range tail {
-		tail[i] = Sync{
-			Upstream:   int64(binary.LittleEndian.Uint64(s[16*i:])),
-			Downstream: int64(binary.LittleEndian.Uint64(s[16*i+8:])),
-		}
+	const ones = 0x0101010101010101
+	starts := h.starts()
+	base := uint64(0) // the slot index reached before the current eight
+	for i := 0; i < slots; i += 8 {
+		b := starts >> i & 0xff
+		// Byte j of x gets bit j of b, as 0 or 1.
+		x := b * ones & 0x8040201008040201
+		x = (x + 0x7f*ones) >> 7 & ones
+		// Multiplying by ones sums each byte with all below it (no sum
+		// exceeds 8, so bytes never carry), and base is added to every byte.
+		x = x*ones + base*ones
+		binary.LittleEndian.PutUint64(s[i:], x)
+		base = x >> 56
 	}
 }
 
@@ -96,7 +98,6 @@ type workspace struct {
 	up   [slots + 1]int64 // up[r] is the upstream offset of ref r
 	slot [slots]uint8     // the previous history's slot indexes, unpacked
 	head [slots]ref       // the repaired head of the copy
-	out  [slots]uint8     // the new history's slot indexes, before packing
 }
 
 // ref names a sync object during an update: 0 is the incoming sync, k+1 is
@@ -154,12 +155,12 @@ func (h history) with(x Sync, w *workspace) history {
 // build assembles the history whose slots hold w.head[:cut] followed by the
 // original (unpacked in w.slot) from slot cut on.
 func (h history) build(x Sync, w *workspace, cut int) history {
-	s, old, slot := &w.head, &w.slot, &w.out
+	s, old := &w.head, &w.slot
 	syncs := h.syncs()
-	n := 1
+	var starts uint64
 	for c := 1; c < cut; c++ {
 		if s[c] != s[c-1] {
-			n++
+			starts |= 1 << c
 		}
 	}
 	tail := len(syncs) // first original sync that the tail adds
@@ -167,30 +168,25 @@ func (h history) build(x Sync, w *workspace, cut int) history {
 		tail = int(old[cut])
 		if s[cut-1] == old[cut]+1 {
 			tail++ // the head's last run goes on into the tail
+		} else {
+			starts |= 1 << cut
 		}
-		n += len(syncs) - tail
+		// Past the cut, runs start where they did in the original.
+		starts |= h.starts() &^ (2<<cut - 1)
 	}
 
-	out := newHistory(n)
+	out := newHistory(1 + bits.OnesCount64(starts))
+	out[0].Downstream = int64(starts)
 	outSyncs := out.syncs()
 	outSyncs[0] = x
-	slot[0] = 0
 	k := 0
 	for c := 1; c < cut; c++ {
 		if s[c] != s[c-1] {
 			k++
 			outSyncs[k] = syncs[s[c]-1]
 		}
-		slot[c] = uint8(k)
 	}
-	if cut < slots {
-		copy(outSyncs[k+1:], syncs[tail:])
-		shift := uint8(k + 1 - tail) // modular: the tail may move either way
-		for c := cut; c < slots; c++ {
-			slot[c] = old[c] + shift
-		}
-	}
-	out.setSlots(slot)
+	copy(outSyncs[k+1:], syncs[tail:])
 	return out
 }
 

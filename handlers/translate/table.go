@@ -39,7 +39,7 @@ func (e *entry) load() history {
 	if p == nil {
 		return nil
 	}
-	return unsafe.Slice(p, 1+int(p.Upstream)+slotElems)
+	return unsafe.Slice(p, 1+int(p.Upstream))
 }
 
 // store publishes h, which must not change afterwards.
