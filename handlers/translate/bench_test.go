@@ -125,6 +125,7 @@ func bytesPerPartition(partitions, syncsPer int) (perPartition float64, syncsEac
 	runtime.ReadMemStats(&after)
 	st := ix.Stats()
 	runtime.KeepAlive(ix)
+	runtime.KeepAlive(tps) // else the second GC frees the keys and the difference goes negative
 	return float64(after.HeapAlloc-before.HeapAlloc) / float64(partitions), float64(st.Syncs) / float64(st.Partitions)
 }
 

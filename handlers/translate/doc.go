@@ -7,7 +7,11 @@
 //   - [Index] keeps, per upstream topic-partition, MM2's 64-slot sparse history of
 //     offset syncs and translates a committed source offset into a target offset.
 //     One goroutine applies syncs while any number translate; translation never
-//     waits for an update and does not allocate.
+//     waits for an update and does not allocate. Topics are found by hash and
+//     their partitions in a dense array; each partition's history is one
+//     pointer-free block of 16 bytes per distinct sync plus a 16-byte header
+//     (about 220 bytes per partition with the 12 distinct syncs a long-running
+//     partition settles at, against MM2's 2–10 KiB).
 //   - [Commits] keeps the latest committed source offset per (group, upstream
 //     partition) and answers "which groups have a commit on this partition", so a
 //     new sync re-decides only those groups.

@@ -43,7 +43,7 @@ type Index struct {
 // NewIndex returns an empty index with its gate closed.
 func NewIndex(opts Options) *Index {
 	ix := &Index{keepStartup: opts.CheckpointsLoaded}
-	ix.parts.Store(newTable(maphash.MakeSeed(), minTableSize))
+	ix.parts.Store(newTable(maphash.MakeSeed(), minTableSize, new(sync.Map)))
 	return ix
 }
 
@@ -61,13 +61,12 @@ func (ix *Index) Apply(tp messages.TopicPartition, upstream, downstream int64) b
 	defer ix.mu.Unlock()
 
 	t := ix.parts.Load()
-	e := t.find(tp)
-	if e == nil {
-		if t.full() {
-			t = t.grown()
-			ix.parts.Store(t)
-		}
-		t.insert(tp, single(x))
+	e, grown := t.entryFor(tp)
+	if grown != t {
+		ix.parts.Store(grown)
+	}
+	if e.hist.Load() == nil {
+		e.store(single(x))
 		ix.partitions.Add(1)
 		ix.stored.Add(1)
 		return ix.gate.Load()

@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -253,6 +255,42 @@ func TestIndexIdentityNotValue(t *testing.T) {
 		}
 		if got, want := ix.Syncs(tp0), ref.distinct(); !slices.Equal(got, want) {
 			t.Fatalf("step %d (sync %d): stored %v, reference %v", i, s.u, got, want)
+		}
+	}
+}
+
+// Every partition number keeps its own history, whether it goes to a topic's
+// dense array (in any order, growing it) or aside (negative, maxDense and
+// above), and the table grows past many topics without losing one.
+func TestIndexPartitionNumbers(t *testing.T) {
+	ix := NewIndex(Options{CheckpointsLoaded: true})
+	ix.OpenGate()
+	parts := []int32{5_000, 0, 1, maxDense - 1, maxDense, -1, math.MaxInt32, math.MinInt32, 7, 3}
+	var tps []messages.TopicPartition
+	for k := range 200 { // 200 topics: the topic table grows several times
+		for _, p := range parts {
+			tps = append(tps, messages.TopicPartition{Topic: fmt.Sprintf("t%d", k), Partition: p})
+		}
+	}
+	// Each tp gets a sync whose offsets say which tp it is.
+	for i, tp := range tps {
+		ix.Apply(tp, int64(i)*10, int64(i)*10+1)
+	}
+	for i, tp := range tps {
+		got := ix.Syncs(tp)
+		if len(got) != 1 || got[0] != (Sync{Upstream: int64(i) * 10, Downstream: int64(i)*10 + 1}) {
+			t.Fatalf("%v: syncs %v, want the one applied to it", tp, got)
+		}
+		if tr := ix.Translate(tp, int64(i)*10); tr.Outcome != Translated || tr.Downstream != int64(i)*10+1 {
+			t.Fatalf("%v: %+v", tp, tr)
+		}
+	}
+	if ix.Partitions() != len(tps) {
+		t.Errorf("Partitions() = %d, want %d", ix.Partitions(), len(tps))
+	}
+	for _, tp := range []messages.TopicPartition{{Topic: "t0", Partition: 2}, {Topic: "t0", Partition: 5_001}, {Topic: "t0", Partition: -2}, {Topic: "nope", Partition: 0}} {
+		if tr := ix.Translate(tp, 0); tr.Outcome != NoResult || tr.Reason != ReasonNoSyncYet {
+			t.Errorf("%v (no sync): %+v", tp, tr)
 		}
 	}
 }
