@@ -112,9 +112,13 @@ func TestTracesInJaeger(t *testing.T) {
 				return fmt.Errorf("decide span's parent %q not in the trace yet", parentOf(chain.decided))
 			}
 		}
+		// The record has two readers on this instance, each with its own
+		// child span: the restore of previous checkpoints and the commit
+		// stage. The chain goes on through the commit stage.
 		chain.committed = jaegertest.Span{}
 		for _, s := range tr.Spans {
-			if s.Ref(jaegertest.ChildOf, traceID, sendID) && s.OperationName == "process "+bed.CheckpointsTopic() {
+			handler, _ := s.Tag("checkpointd.handler")
+			if s.Ref(jaegertest.ChildOf, traceID, sendID) && s.OperationName == "process "+bed.CheckpointsTopic() && handler == "sync_target_offsets" {
 				chain.committed = s
 			}
 		}
