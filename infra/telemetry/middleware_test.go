@@ -152,13 +152,17 @@ func TestCheckpointCarriesSendSpan(t *testing.T) {
 	run(msg)
 
 	published := pub.wait(t, 1)
+	// The process span ends after the handler returns, the send span when
+	// the publish is acknowledged: both may end a moment after the above.
 	var process, send sdktrace.ReadOnlySpan
-	for _, s := range rec.Ended() {
-		switch s.Name() {
-		case "process " + co:
-			process = s
-		case "send source.checkpoints.internal":
-			send = s
+	for deadline := time.Now().Add(5 * time.Second); (process == nil || send == nil) && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		for _, s := range rec.Ended() {
+			switch s.Name() {
+			case "process " + co:
+				process = s
+			case "send source.checkpoints.internal":
+				send = s
+			}
 		}
 	}
 	if process == nil || send == nil {
