@@ -138,7 +138,7 @@ func (t *table) entryFor(tp messages.TopicPartition) (*entry, *table) {
 		if t.full() {
 			t = t.grown()
 		}
-		s = t.insert(tp.Topic)
+		s = t.insert(tp.Topic, &[]entry{})
 	}
 	parts := *s.parts.Load()
 	if int(tp.Partition) >= len(parts) {
@@ -156,25 +156,19 @@ func (t *table) entryFor(tp messages.TopicPartition) (*entry, *table) {
 	return &parts[tp.Partition], t
 }
 
-// insert adds topic with an empty array and returns its slot. The caller has
-// checked that topic is absent and that the table has room.
-func (t *table) insert(topic string) *topicSlot {
-	s := t.place(topic)
-	s.topic = topic
-	empty := []entry{}
-	s.parts.Store(&empty)
-	t.used++
-	return s
-}
-
-// place returns the empty slot where topic goes.
-func (t *table) place(topic string) *topicSlot {
+// insert publishes topic with its array of entries and returns its slot. The
+// caller has checked that topic is absent and that the table has room.
+func (t *table) insert(topic string, parts *[]entry) *topicSlot {
 	mask := len(t.slots) - 1
 	i := t.home(topic)
 	for t.slots[i].parts.Load() != nil {
 		i = (i + 1) & mask
 	}
-	return &t.slots[i]
+	s := &t.slots[i]
+	s.topic = topic
+	s.parts.Store(parts)
+	t.used++
+	return s
 }
 
 // full reports whether one more topic would pass the 3/4 load factor.
@@ -186,10 +180,7 @@ func (t *table) grown() *table {
 	g := newTable(t.seed, 2*len(t.slots), t.odd)
 	for i := range t.slots {
 		if parts := t.slots[i].parts.Load(); parts != nil {
-			s := g.place(t.slots[i].topic)
-			s.topic = t.slots[i].topic
-			s.parts.Store(parts)
-			g.used++
+			g.insert(t.slots[i].topic, parts)
 		}
 	}
 	return g
