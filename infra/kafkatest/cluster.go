@@ -31,6 +31,9 @@ type Cluster struct {
 	ReadyIn   time.Duration
 
 	proc *javaProc
+	// What the broker was started with, so Restart can start it again.
+	lib, logFile, serverProps string
+	flags                     []string
 }
 
 // Pid is the broker JVM's process id.
@@ -102,6 +105,7 @@ func startClusterOnce(ctx context.Context, lib, alias, parent string) (_ *Cluste
 		"-Dkafka.logs.dir="+logDir,
 		"-Djava.io.tmpdir="+dir, // native codecs unpack here; the system temp dir may be noexec
 	)
+	c.lib, c.logFile, c.serverProps, c.flags = lib, logFile, serverProps, flags
 	c.proc, err = startJava("kafka-"+alias, lib, dir, logFile, flags, "kafka.Kafka", serverProps)
 	if err != nil {
 		return nil, err
