@@ -15,7 +15,7 @@ FUZZ_TARGETS := \
 	./infra/config:FuzzParseJAAS \
 	./infra/config:FuzzParseProperties
 
-.PHONY: build vet jars jaeger test unit fuzz bench bench-e2e demo clean
+.PHONY: build vet jars jaeger test unit fuzz bench bench-e2e bench-scale demo clean
 
 build:
 	$(GO) build -o bin/checkpointd ./cmd/checkpointd
@@ -67,6 +67,12 @@ bench:
 bench-e2e: jars
 	@mkdir -p bin
 	CHECKPOINTD_E2E_BENCH=1 $(GO) test -count=1 -timeout 20m -run '^TestE2EDelay$$' -v ./pipeline/
+
+# System benchmark: checkpointd vs MM2's MirrorCheckpointConnector in a Connect
+# worker, same clusters and load; JSON, report and plots in bench/results/.
+# CHECKPOINTD_SCALE_SCENARIOS=all (or a list) and CHECKPOINTD_SCALE_TIME=0.25 select.
+bench-scale: jars
+	CHECKPOINTD_SCALE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestScale$$' -v ./bench/scale/
 
 clean:
 	rm -rf bin

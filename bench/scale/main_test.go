@@ -1,0 +1,13 @@
+//go:build linux
+
+package scale
+
+import (
+	"os"
+	"testing"
+
+	"github.com/checkpointd/checkpointd/infra/kafkatest"
+)
+
+// TestMain tears down the shared Kafka clusters and every JVM after the tests.
+func TestMain(m *testing.M) { os.Exit(kafkatest.RunMain(m)) }

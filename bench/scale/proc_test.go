@@ -1,0 +1,267 @@
+//go:build linux
+
+package scale
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
+// 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// cpuSeconds is the user+system CPU time of pid so far.
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name is in parentheses and may hold spaces: fields count
+	// from after the last ')'.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("bad stat line")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, errors.New("short stat line")
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64) // field 14
+	stime, err2 := strconv.ParseFloat(f[12], 64) // field 15
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return (utime + stime) / clockTicks, nil
+}
+
+// statusKB reads a "Key:  N kB" line of /proc/<pid>/status (VmRSS, VmHWM, Threads).
+func statusKB(pid int, key string) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), key+":"); ok {
+			fields := strings.Fields(rest)
+			if len(fields) > 0 {
+				n, _ := strconv.ParseInt(fields[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+func loadAvg1() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(data))
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+// cpuMeter accumulates the CPU time of a process whose pid may change (a
+// restarted broker): each pid's last reading counts.
+type cpuMeter struct {
+	last map[int]float64
+	base float64
+}
+
+func newCPUMeter(pids ...int) *cpuMeter {
+	m := &cpuMeter{last: make(map[int]float64)}
+	for _, p := range pids {
+		m.read(p)
+	}
+	m.base = m.total()
+	return m
+}
+
+func (m *cpuMeter) read(pid int) {
+	if s, err := cpuSeconds(pid); err == nil {
+		m.last[pid] = s
+	}
+}
+
+func (m *cpuMeter) total() float64 {
+	var s float64
+	for _, v := range m.last {
+		s += v
+	}
+	return s
+}
+
+// used is the CPU seconds since the meter was made.
+func (m *cpuMeter) used() float64 { return m.total() - m.base }
+
+// ---- checkpointd as a separate process -----------------------------------------------
+
+// buildCheckpointd builds the binary from this module into dir.
+func buildCheckpointd(t *testing.T, root, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "checkpointd")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/checkpointd")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/checkpointd: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// cpd is one running `checkpointd run`.
+type cpd struct {
+	cmd     *exec.Cmd
+	addr    string // metrics and health
+	logPath string
+	done    chan struct{}
+	err     error
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startCheckpointd writes the config (connector keys, as a managed Connect
+// service hands them out, plus checkpointd's own) and runs the binary.
+func startCheckpointd(t *testing.T, bin, dir string, props map[string]string) *cpd {
+	t.Helper()
+	c := &cpd{addr: freeAddr(t), logPath: filepath.Join(dir, "checkpointd.log"), done: make(chan struct{})}
+	props["checkpointd.metrics.address"] = c.addr
+	props["checkpointd.health.address"] = c.addr
+	var b strings.Builder
+	for _, k := range sortedKeys(props) {
+		fmt.Fprintf(&b, "%s=%s\n", k, props[k])
+	}
+	cfgPath := filepath.Join(dir, "checkpointd.properties")
+	if err := os.WriteFile(cfgPath, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(c.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	c.cmd = exec.Command(bin, "run", "--config", cfgPath)
+	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	// checkpointd reads CHECKPOINTD_* as config: none of the harness's.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CHECKPOINTD_") && !strings.HasPrefix(kv, "OTEL_") {
+			env = append(env, kv)
+		}
+	}
+	c.cmd.Env = append(env, "OTEL_SDK_DISABLED=true")
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("start checkpointd: %v", err)
+	}
+	go func() { c.err = c.cmd.Wait(); close(c.done) }()
+	t.Cleanup(func() { c.stop() })
+	return c
+}
+
+func (c *cpd) pid() int { return c.cmd.Process.Pid }
+
+func (c *cpd) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitReady polls /readyz: ready once the pipeline's gate is open.
+func (c *cpd) waitReady(timeout time.Duration) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(timeout)
+	for {
+		if c.exited() {
+			return fmt.Errorf("checkpointd exited (%v):\n%s", c.err, c.logTail(30))
+		}
+		if resp, err := client.Get("http://" + c.addr + "/readyz"); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("checkpointd not ready within %s:\n%s", timeout, c.logTail(30))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// readerLag sums checkpointd_reader_lag_records over the partitions of
+// topic (the commit reader: __consumer_offsets); -1 when not scraped.
+func (c *cpd) readerLag(topic string) float64 {
+	client := &http.Client{Timeout: time.Second}
+	resp, err := client.Get("http://" + c.addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sum, found := 0.0, false
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "checkpointd_reader_lag_records{") || !strings.Contains(line, `topic="`+topic+`"`) {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum += v
+			found = true
+		}
+	}
+	if !found {
+		return -1
+	}
+	return sum
+}
+
+func (c *cpd) logTail(n int) string {
+	data, _ := os.ReadFile(c.logPath)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// stop sends SIGTERM and waits up to 20 s, then kills.
+func (c *cpd) stop() {
+	if c.exited() {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+}

@@ -1,0 +1,201 @@
+//go:build linux
+
+package scale
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+var systemColor = map[string]color.Color{
+	"checkpointd": color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	"mm2":         color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+}
+
+// writeResults writes scale-<time>.json, scale-<time>.md (also as REPORT.md)
+// and the plots into dir.
+func writeResults(t *testing.T, dir string, run *runResult) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stamp := "scale-" + run.Started.Format("20060102T150405Z")
+	data, err := json.MarshalIndent(run, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, stamp+".json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var md strings.Builder
+	fmt.Fprintf(&md, "# checkpointd vs MM2 MirrorCheckpointConnector: system benchmark\n\n")
+	fmt.Fprintf(&md, "Run %s (took %s): Kafka %s, %s, %d CPUs, durations x%.2g. Raw data: [%s.json](%s.json).\n\n",
+		run.Started.Format("2006-01-02 15:04 UTC"), run.Took, run.Kafka, run.Go, run.CPUs, run.TimeFactor, stamp, stamp)
+	fmt.Fprintf(&md, "- checkpointd: the binary built from this tree, `checkpointd run` as its own process, offsets-log commit source.\n")
+	fmt.Fprintf(&md, "- MM2: `MirrorCheckpointConnector` alone in a Connect standalone worker (`ConnectStandalone`), JVM flags `%s`, "+
+		"emit.checkpoints.interval.seconds=1, sync.group.offsets.enabled=true, sync.group.offsets.interval.seconds=1, refresh.groups.interval.seconds=2.\n", run.ConnectJVM)
+	fmt.Fprintf(&md, "- Offset syncs: %s.\n", run.OffsetSyncs)
+	fmt.Fprintf(&md, "- Delay: source commit sent -> the target group's offset >= that commit's translation, timed by the %s. "+
+		"Only (commit, partition)s whose translation moved up are timed.\n", run.TargetTiming)
+	fmt.Fprintf(&md, "- CPU and RSS from /proc of the system's process over the load and drain window; the load generator runs in the test process, not in either system.\n\n")
+
+	fmt.Fprintf(&md, "| scenario | system | ready | initial sync | commits/s asked/achieved | delay p50 | p99 | max | reached/missing | checkpoints per commit | target commits/s | CPU s per 1k commits | max RSS MB | target broker CPU s | max load avg | max reader lag |\n")
+	fmt.Fprintf(&md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, sr := range run.Scenarios {
+		for _, ph := range sr.Phases {
+			lag := ph.lag()
+			rate, per1k := "-", "-"
+			if sr.Scenario.Kind != "first-start" {
+				rate = fmt.Sprintf("%.0f / %.0f", ph.Load.Asked, ph.Load.Achieved)
+				per1k = fmt.Sprintf("%.2f", ph.CPUPer1kCommits)
+			}
+			fmt.Fprintf(&md, "| %s | %s | %s | %s (%d pairs) | %s | %s | %s | %s | %d/%d | %.2f | %.0f | %s | %d | %.1f | %.1f | %s |\n",
+				sr.Scenario.Name, ph.System, ph.ReadyAfter, ph.InitialSynced, ph.InitialPairs, rate,
+				msf(ph.DelayP50), msf(ph.DelayP99), msf(ph.DelayMax), ph.Reached, ph.MissingPairs,
+				ph.CheckpointsPerCommit, ph.TargetCommitsPerSec, per1k, ph.MaxRSSMB, ph.BrokerCPUSeconds, ph.MaxLoadAvg, lag)
+		}
+	}
+	fmt.Fprintf(&md, "\n")
+	for _, sr := range run.Scenarios {
+		sc := sr.Scenario
+		fmt.Fprintf(&md, "## %s\n\n%d groups x %d partitions, %s", sc.Name, sc.Groups, sc.Partitions, sc.Kind)
+		if sc.Kind != "first-start" {
+			fmt.Fprintf(&md, ", %.0f commits/s for %s", sc.Rate, sc.Load)
+		}
+		if sc.Kind == "broker-stop" {
+			fmt.Fprintf(&md, ", target broker stopped %s into the load for %s", sc.StopAt, sc.StopFor)
+		}
+		fmt.Fprintf(&md, ".\n\n")
+		for _, ph := range sr.Phases {
+			fmt.Fprintf(&md, "- %s\n", ph.summary())
+			for _, ev := range ph.Events {
+				fmt.Fprintf(&md, "  - at %.0f s: %s\n", ev.T, ev.What)
+			}
+			for _, l := range ph.LogTail {
+				fmt.Fprintf(&md, "  - log: `%s`\n", strings.ReplaceAll(truncate(l, 200), "`", "'"))
+			}
+		}
+		fmt.Fprintf(&md, "\n")
+		for _, kind := range []string{"delay", "lag", "cpu", "rss"} {
+			name := fmt.Sprintf("%s-%s-%s.png", stamp, sc.Name, kind)
+			if err := plotScenario(sr, kind, filepath.Join(dir, name)); err != nil {
+				t.Errorf("plot %s: %v", name, err)
+				continue
+			}
+			fmt.Fprintf(&md, "![%s %s](%s)\n", sc.Name, kind, name)
+		}
+		fmt.Fprintf(&md, "\n")
+	}
+	for _, name := range []string{stamp + ".md", "REPORT.md"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(md.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("results: %s", filepath.Join(dir, stamp+".md"))
+	t.Logf("\n%s", md.String())
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// plotScenario draws one figure of a scenario, both systems in it.
+func plotScenario(sr scenarioResult, kind, path string) error {
+	p := plot.New()
+	p.Title.Text = sr.Scenario.Name
+	p.Legend.Top = true
+	for _, ph := range sr.Phases {
+		var xys plotter.XYs
+		switch kind {
+		case "delay":
+			// CDF of the delays, log scale.
+			d := slices.Clone(ph.delays)
+			slices.Sort(d)
+			step := max(1, len(d)/2000)
+			for i := 0; i < len(d); i += step {
+				xys = append(xys, plotter.XY{X: max(0.5, d[i]), Y: float64(i+1) / float64(len(d))})
+			}
+			if len(d) > 0 {
+				xys = append(xys, plotter.XY{X: max(0.5, d[len(d)-1]), Y: 1})
+			}
+		case "lag":
+			for _, s := range ph.Samples {
+				xys = append(xys, plotter.XY{X: s.T, Y: float64(s.Backlog)})
+			}
+		case "cpu":
+			for _, s := range ph.Samples {
+				xys = append(xys, plotter.XY{X: s.T, Y: s.CPU})
+			}
+		case "rss":
+			for _, s := range ph.Samples {
+				xys = append(xys, plotter.XY{X: s.T, Y: float64(s.RSSMB)})
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return err
+		}
+		l.Color = systemColor[ph.System]
+		l.Width = vg.Points(1.2)
+		p.Add(l)
+		p.Legend.Add(ph.System, l)
+		// Extra lines: checkpointd's reader lag, the broker's CPU.
+		var extra plotter.XYs
+		for _, s := range ph.Samples {
+			switch {
+			case kind == "lag" && s.ReaderLag >= 0:
+				extra = append(extra, plotter.XY{X: s.T, Y: s.ReaderLag})
+			case kind == "cpu":
+				extra = append(extra, plotter.XY{X: s.T, Y: s.BrokerCPU})
+			}
+		}
+		if len(extra) > 0 {
+			el, err := plotter.NewLine(extra)
+			if err != nil {
+				return err
+			}
+			el.Color = systemColor[ph.System]
+			el.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(el)
+			label := ph.System + ": reader lag (records)"
+			if kind == "cpu" {
+				label = "target broker during " + ph.System
+			}
+			p.Legend.Add(label, el)
+		}
+	}
+	switch kind {
+	case "delay":
+		p.X.Label.Text = "source commit -> target group offset (ms, log)"
+		p.Y.Label.Text = "fraction of timed (commit, partition)s"
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Legend.Left = true
+	case "lag":
+		p.X.Label.Text = "seconds since the system started"
+		p.Y.Label.Text = "timed pairs not yet on target / reader lag"
+	case "cpu":
+		p.X.Label.Text = "seconds since the system started"
+		p.Y.Label.Text = "CPU (cores)"
+	case "rss":
+		p.X.Label.Text = "seconds since the system started"
+		p.Y.Label.Text = "RSS (MB)"
+	}
+	return p.Save(16*vg.Centimeter, 9*vg.Centimeter, path)
+}

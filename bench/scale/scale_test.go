@@ -1,0 +1,559 @@
+//go:build linux
+
+// Package scale is a system benchmark on real Kafka: checkpointd (the built
+// binary, a separate process) against MirrorMaker 2's MirrorCheckpointConnector
+// in a Kafka Connect standalone worker, on the same two clusters with the same
+// load, one system after the other. See TestScale.
+package scale
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/checkpointd/checkpointd/infra/kafkatest"
+)
+
+// benchEnv turns the benchmark on; without it TestScale skips, so plain
+// `go test ./...` never runs it. With it and no Java/Kafka it fails.
+const (
+	benchEnv     = "CHECKPOINTD_SCALE_BENCH"
+	scenariosEnv = "CHECKPOINTD_SCALE_SCENARIOS" // comma list, "default" or "all"
+	timeEnv      = "CHECKPOINTD_SCALE_TIME"      // factor on load durations, e.g. 0.25
+	systemsEnv   = "CHECKPOINTD_SCALE_SYSTEMS"   // "checkpointd,mm2" (default both)
+	outEnv       = "CHECKPOINTD_SCALE_OUT"       // results dir; default bench/results
+)
+
+// scenario is one load shape, run once per system.
+type scenario struct {
+	Name       string  `json:"name"`
+	Kind       string  `json:"kind"` // steady, first-start, broker-stop
+	Groups     int     `json:"groups"`
+	Partitions int     `json:"partitions"` // of the one topic; every commit covers all
+	Rate       float64 `json:"rate"`       // OffsetCommit requests per second
+	Load       dur     `json:"load"`       // how long the commits go on
+	StopAt     dur     `json:"stop_at,omitempty"`
+	StopFor    dur     `json:"stop_for,omitempty"`
+	Heavy      bool    `json:"heavy"` // not in the default run
+}
+
+// syncRound is how often a record goes to every partition (and MM2 writes an
+// offset sync for it): see producer.
+const syncRound = 5 * time.Second
+
+var scenarios = []scenario{
+	{Name: "steady-100", Kind: "steady", Groups: 100, Partitions: 4, Rate: 400, Load: dur(60 * time.Second)},
+	{Name: "steady-1k-500", Kind: "steady", Groups: 1000, Partitions: 4, Rate: 500, Load: dur(60 * time.Second)},
+	{Name: "steady-1k-2000", Kind: "steady", Groups: 1000, Partitions: 4, Rate: 2000, Load: dur(60 * time.Second), Heavy: true},
+	{Name: "steady-10k-5000", Kind: "steady", Groups: 10000, Partitions: 10, Rate: 5000, Load: dur(60 * time.Second), Heavy: true},
+	{Name: "first-start-1k-100p", Kind: "first-start", Groups: 1000, Partitions: 100},
+	{Name: "broker-stop", Kind: "broker-stop", Groups: 1000, Partitions: 4, Rate: 500, Load: dur(90 * time.Second),
+		StopAt: dur(20 * time.Second), StopFor: dur(30 * time.Second)},
+}
+
+// TestScale runs the selected scenarios; each runs checkpointd, then MM2's
+// checkpoint connector, on the same clusters and topic with fresh groups.
+// Offset syncs come from MM2's MirrorSourceConnector (StartMM2, checkpoints
+// off, offset.lag.max=0) on records the test keeps producing.
+//
+//	CHECKPOINTD_SCALE_BENCH=1 go test -count=1 -timeout 60m -run '^TestScale$' -v ./bench/scale/
+func TestScale(t *testing.T) {
+	if os.Getenv(benchEnv) == "" {
+		t.Skipf("system benchmark on real Kafka (up to 25 minutes): set %s=1 to run it", benchEnv)
+	}
+	if testing.Short() {
+		t.Fatalf("%s is set but -short skips real Kafka: drop -short", benchEnv)
+	}
+	selected := selectScenarios(t)
+	factor := 1.0
+	if v := os.Getenv(timeEnv); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			t.Fatalf("%s=%q: want a positive number", timeEnv, v)
+		}
+		factor = f
+	}
+	systems := []string{"checkpointd", "mm2"}
+	if v := os.Getenv(systemsEnv); v != "" {
+		systems = strings.Split(v, ",")
+		for _, s := range systems {
+			if s != "checkpointd" && s != "mm2" {
+				t.Fatalf("%s: unknown system %q (checkpointd, mm2)", systemsEnv, s)
+			}
+		}
+	}
+	root := moduleRoot(t)
+	outDir := filepath.Join(root, "bench", "results")
+	if v := os.Getenv(outEnv); v != "" {
+		outDir = v
+	}
+	began := time.Now()
+	bed := kafkatest.Shared(t)
+	bin := buildCheckpointd(t, root, t.TempDir())
+	precreateCheckpoints(t, bed)
+
+	run := &runResult{
+		Started: began.UTC(), Kafka: kafkatest.KafkaVersion, Go: runtime.Version(), CPUs: runtime.NumCPU(),
+		TimeFactor: factor, OffsetSyncs: "MM2 MirrorSourceConnector (dedicated mode, offset.lag.max=0), on records produced throughout",
+		TargetTiming: "target __consumer_offsets commit records, broker commit timestamp",
+		ConnectJVM:   strings.Join(kafkatest.ConnectJVMFlags, " "),
+	}
+	for _, sc := range selected {
+		if sc.Kind != "first-start" {
+			sc.Load = dur(max(10*time.Second, time.Duration(float64(sc.Load)*factor)))
+		}
+		if sc.Kind == "broker-stop" {
+			sc.StopAt = dur(max(5*time.Second, time.Duration(float64(sc.StopAt)*factor)))
+			sc.Load = dur(max(time.Duration(sc.Load), time.Duration(sc.StopAt+sc.StopFor)+10*time.Second))
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			res := runScenario(t, bed, bin, sc, systems)
+			run.Scenarios = append(run.Scenarios, res)
+		})
+	}
+	run.Took = dur(time.Since(began))
+	writeResults(t, outDir, run)
+}
+
+func selectScenarios(t *testing.T) []scenario {
+	v := os.Getenv(scenariosEnv)
+	var out []scenario
+	switch v {
+	case "", "default":
+		for _, s := range scenarios {
+			if !s.Heavy {
+				out = append(out, s)
+			}
+		}
+	case "all":
+		out = slices.Clone(scenarios)
+	default:
+		for name := range strings.SplitSeq(v, ",") {
+			i := slices.IndexFunc(scenarios, func(s scenario) bool { return s.Name == strings.TrimSpace(name) })
+			if i < 0 {
+				var names []string
+				for _, s := range scenarios {
+					names = append(names, s.Name)
+				}
+				t.Fatalf("%s: unknown scenario %q; have %s", scenariosEnv, name, strings.Join(names, ", "))
+			}
+			out = append(out, scenarios[i])
+		}
+	}
+	return out
+}
+
+// scenarioEnv is what both systems' phases of a scenario share.
+type scenarioEnv struct {
+	bed    *kafkatest.Bed
+	bin    string
+	sc     scenario
+	topic  string
+	remote string
+	syncs  *syncWatch
+	cm     *committer
+	prod   *producer
+}
+
+func runScenario(t *testing.T, bed *kafkatest.Bed, bin string, sc scenario, systems []string) scenarioResult {
+	res := scenarioResult{Scenario: sc}
+	e := &scenarioEnv{bed: bed, bin: bin, sc: sc, topic: kafkatest.UniqueName(t, "scale")}
+	e.remote = bed.RemoteTopic(e.topic)
+	bed.Source.CreateTopic(t, e.topic, int32(sc.Partitions), nil)
+	lagMax := int64(0)
+	mm2 := bed.StartMM2(t, kafkatest.MM2Options{
+		Topics: e.topic, Groups: "no-group-is-named-like-this-scale", OffsetLagMax: &lagMax,
+		// Offset syncs go out at once, not held for the next flush.
+		Extra: map[string]string{bed.Source.Alias + "->" + bed.Target.Alias + ".offset.flush.interval.ms": "1000"},
+	})
+	t.Logf("mm2 (source connector) ready in %s", mm2.ReadyIn.Round(time.Millisecond))
+	e.syncs = startSyncWatch(t, bed, e.topic, sc.Partitions)
+	e.cm = newCommitter(t, bed.Source, 4)
+	// One record per partition per round: a new offset sync per partition
+	// every round; each (group, partition) is timed once per round.
+	e.prod = startProducer(t, bed.Source, e.topic, sc.Partitions, syncRound)
+	e.syncs.waitAll(t, bed.Source, e.topic, 90*time.Second)
+	if sc.Kind == "first-start" {
+		// The state is fixed before the systems start: every partition's last
+		// record has its sync.
+		e.prod.stop()
+		time.Sleep(2 * time.Second)
+		e.syncs.waitAll(t, bed.Source, e.topic, 90*time.Second)
+	}
+	for _, sys := range systems {
+		t.Run(sys, func(t *testing.T) {
+			ph := e.runPhase(t, sys)
+			t.Logf("%s", ph.summary())
+			res.Phases = append(res.Phases, ph)
+		})
+	}
+	e.prod.stop()
+	e.syncs.stop()
+	if err := mm2.Stop(); err != nil {
+		t.Errorf("stop mm2: %v", err)
+	}
+	return res
+}
+
+// runPhase runs one system through the scenario and measures it.
+func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
+	bed, sc := e.bed, e.sc
+	ph := phaseResult{System: sys}
+	prefix := kafkatest.UniqueName(t, "g")
+	groups := groupNames(prefix, sc.Groups)
+	tr := newTracker(groups, sc.Partitions, e.remote)
+	stopWatch := watchTarget(t, bed.Target, tr)
+	last := make([][]int64, len(groups)) // per group: the last registered want per partition
+	for i := range last {
+		last[i] = slices.Repeat([]int64{-1}, sc.Partitions)
+	}
+
+	// The syncs stand still until the initial sync is done: the system reads
+	// them at its start, when MM2's store keeps only the newest.
+	e.prod.pause()
+	e.syncs.waitAll(t, bed.Source, e.topic, 90*time.Second)
+	// Every group commits before the system starts: MM2's connector works
+	// only on groups it listed, and a later group restarts its task. These
+	// commits are timed too, from the system's start: the initial sync.
+	initStart := time.Now()
+	initTracker := tr
+	parallelGroups(len(groups), 16, func(g int) {
+		offs, ws := make([]int64, sc.Partitions), make([]int64, sc.Partitions)
+		e.syncs.next(offs, ws)
+		if err := e.cm.commit(groups[g], e.topic, offs); err != nil {
+			t.Errorf("initial commit of %s: %v", groups[g], err)
+			return
+		}
+		initTracker.add(g, ws, last[g], time.Time{}) // timed from the start below
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("%d initial commits (%d partitions each) in %s", len(groups), sc.Partitions, time.Since(initStart).Round(time.Millisecond))
+
+	cpBefore := checkpointsEnd(t, bed)
+	var brokerPid atomic.Int64
+	brokerPid.Store(int64(bed.Target.Pid()))
+	startAt := time.Now()
+	tr.setStart(startAt)
+	var pid int
+	var c *cpd
+	var conn *kafkatest.MM2
+	switch sys {
+	case "checkpointd":
+		dir := t.TempDir()
+		c = startCheckpointd(t, e.bin, dir, map[string]string{
+			"source.cluster.alias":                 bed.Source.Alias,
+			"target.cluster.alias":                 bed.Target.Alias,
+			"source.cluster.bootstrap.servers":     bed.Source.Bootstrap,
+			"target.cluster.bootstrap.servers":     bed.Target.Bootstrap,
+			"groups":                               regexFor(prefix),
+			"emit.checkpoints.interval.seconds":    "1",
+			"sync.group.offsets.enabled":           "true",
+			"sync.group.offsets.interval.seconds":  "1",
+			"checkpoints.topic.replication.factor": "1",
+			"checkpointd.group.id":                 prefix + "-checkpointd",
+			"checkpointd.commit.source":            "offsets-log",
+			"checkpointd.metrics.group.labels":     "false",
+			"checkpointd.log.level":                "warn",
+		})
+		pid = c.pid()
+		if err := c.waitReady(3 * time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	case "mm2":
+		conn = bed.StartCheckpointConnector(t, kafkatest.CheckpointConnectorOptions{
+			Groups: regexFor(prefix), CheckpointInterval: time.Second, SyncGroupOffsetsInterval: time.Second,
+		})
+		pid = conn.Pid()
+	}
+	ph.ReadyAfter = dur(time.Since(startAt))
+	t.Logf("%s ready in %s", sys, ph.ReadyAfter)
+
+	s := startSampler(startAt, pid, func() int { return int(brokerPid.Load()) }, tr, c)
+	// The initial sync: every (group, partition) reached on the target.
+	bound := 3 * time.Minute
+	for tr.backlog() > 0 && time.Since(startAt) < bound {
+		if c != nil && c.exited() {
+			t.Fatalf("checkpointd exited:\n%s", c.logTail(30))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ph.InitialSynced = dur(time.Since(startAt))
+	ph.InitialPairs = sc.Groups * sc.Partitions
+	ph.InitialMissing = tr.backlog()
+	if ph.InitialMissing > 0 {
+		ph.InitialSynced = -1
+	}
+	t.Logf("%s: initial %d pairs synced after %s (%d missing)", sys, ph.InitialPairs, ph.InitialSynced, ph.InitialMissing)
+	tr.resetMeasured()
+
+	if sc.Kind != "first-start" {
+		e.prod.resume()
+	}
+	cpuSys, cpuBroker := newCPUMeter(pid), newCPUMeter(int(brokerPid.Load()))
+	loadStart := time.Now()
+	ph.LoadStartAt = dur(loadStart.Sub(startAt))
+	readCPU := func() {
+		cpuSys.read(pid)
+		cpuBroker.read(int(brokerPid.Load()))
+	}
+	if sc.Kind != "first-start" {
+		var stopped chan error
+		if sc.Kind == "broker-stop" {
+			stopped = make(chan error, 1)
+			go func() {
+				time.Sleep(time.Duration(sc.StopAt))
+				readCPU()
+				s.event("target broker stopped")
+				if err := bed.Target.StopBroker(); err != nil {
+					stopped <- err
+					return
+				}
+				time.Sleep(time.Duration(sc.StopFor))
+				err := bed.Target.RestartBroker(context.Background())
+				brokerPid.Store(int64(bed.Target.Pid()))
+				s.event("target broker restarted")
+				stopped <- err
+			}()
+		}
+		ph.Load = e.generate(t, groups, last, tr, loadStart)
+		if stopped != nil {
+			if err := <-stopped; err != nil {
+				t.Fatalf("broker stop/restart: %v", err)
+			}
+		}
+	}
+	loadEnd := time.Now()
+	// Drain: up to 60 s (MM2's 1 s timers and a restarted broker need some).
+	for tr.backlog() > 0 && time.Since(loadEnd) < 60*time.Second {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // the last target records
+	ph.Drain = dur(time.Since(loadEnd))
+	readCPU()
+	samples := s.stop()
+	stopWatch()
+	ph.Samples = samples
+	ph.Events = s.events
+	ph.CPUSeconds = cpuSys.used()
+	ph.BrokerCPUSeconds = cpuBroker.used()
+	ph.Window = dur(time.Since(loadStart))
+	ph.PeakRSSMB = statusKB(pid, "VmHWM") / 1024
+	ph.Threads = int(statusKB(pid, "Threads"))
+	for _, sm := range samples {
+		ph.MaxRSSMB = max(ph.MaxRSSMB, sm.RSSMB)
+		ph.MaxLoadAvg = max(ph.MaxLoadAvg, sm.LoadAvg1)
+		if sm.ReaderLag >= 0 {
+			ph.MaxReaderLag = max(ph.MaxReaderLag, sm.ReaderLag)
+		}
+	}
+	ph.CheckpointRecords = checkpointsEnd(t, bed) - cpBefore
+	ph.TargetRecords, ph.TargetRequests = tr.counts()
+	ph.delayStats(tr)
+	if commits := ph.Load.Commits + int64(sc.Groups); commits > 0 {
+		ph.CheckpointsPerCommit = float64(ph.CheckpointRecords) / float64(commits)
+	}
+	if ph.Load.Commits > 0 {
+		ph.CPUPer1kCommits = ph.CPUSeconds / float64(ph.Load.Commits) * 1000
+	}
+	ph.TargetCommitsPerSec = float64(ph.TargetRequests) / ph.Window.Seconds()
+	ph.Lowered = tr.lowered
+	if c != nil {
+		ph.LogTail = problems(c.logTail(400))
+		c.stop()
+	} else {
+		ph.LogTail = problems(conn.LogTail(1 << 20))
+		if err := conn.Stop(); err != nil {
+			t.Errorf("stop connect: %v", err)
+		}
+	}
+	return ph
+}
+
+// generate commits at sc.Rate for sc.Load, round-robin over the groups, each
+// request covering every partition at the newest translatable offset. A group
+// always goes to the same worker, so its commits stay in order. When the
+// workers cannot keep up the schedule slips: the achieved rate is reported.
+func (e *scenarioEnv) generate(t *testing.T, groups []string, last [][]int64, tr *tracker, start time.Time) loadResult {
+	sc := e.sc
+	const workers = 64
+	type job struct{ g int }
+	chans := make([]chan job, workers)
+	var res loadResult
+	type counts struct{ commits, measured, failed int64 }
+	per := make([]counts, workers)
+	done := make(chan struct{})
+	for w := range workers {
+		chans[w] = make(chan job, 32)
+		go func() {
+			defer func() { done <- struct{}{} }()
+			offs, ws := make([]int64, sc.Partitions), make([]int64, sc.Partitions)
+			for j := range chans[w] {
+				e.syncs.next(offs, ws)
+				at := time.Now()
+				n := tr.add(j.g, ws, last[j.g], at)
+				if err := e.cm.commit(groups[j.g], e.topic, offs); err != nil {
+					tr.forget(j.g, ws)
+					per[w].failed++
+					continue
+				}
+				per[w].commits++
+				per[w].measured += int64(n)
+			}
+		}()
+	}
+	interval := time.Duration(float64(time.Second) / sc.Rate)
+	end := start.Add(time.Duration(sc.Load))
+	var sent int64
+	for i := 0; ; i++ {
+		due := start.Add(time.Duration(i) * interval)
+		if due.After(end) {
+			break
+		}
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+		if time.Now().After(end) {
+			break
+		}
+		g := i % len(groups)
+		chans[g%workers] <- job{g}
+		sent++
+	}
+	for _, ch := range chans {
+		close(ch)
+	}
+	for range workers {
+		<-done
+	}
+	took := time.Since(start)
+	for _, c := range per {
+		res.Commits += c.commits
+		res.Measured += c.measured
+		res.Failed += c.failed
+	}
+	res.Asked = sc.Rate
+	res.Achieved = float64(res.Commits) / took.Seconds()
+	res.Took = dur(took)
+	t.Logf("load: %d commits (%d failed) in %s: %.0f/s of %.0f/s asked; %d (commit, partition) timed",
+		res.Commits, res.Failed, took.Round(time.Millisecond), res.Achieved, sc.Rate, res.Measured)
+	return res
+}
+
+func parallelGroups(n, workers int, fn func(i int)) {
+	ch := make(chan int)
+	done := make(chan struct{})
+	for range workers {
+		go func() {
+			for i := range ch {
+				fn(i)
+			}
+			done <- struct{}{}
+		}()
+	}
+	for i := range n {
+		ch <- i
+	}
+	close(ch)
+	for range workers {
+		<-done
+	}
+}
+
+// checkpointsEnd is the end offset of <source>.checkpoints.internal on the
+// target: its difference over a phase is the checkpoint records written.
+func checkpointsEnd(t *testing.T, bed *kafkatest.Bed) int64 {
+	t.Helper()
+	client := bed.Target.Client(t)
+	off, err := client.GetOffset(bed.CheckpointsTopic(), 0, sarama.OffsetNewest)
+	if err != nil {
+		t.Fatalf("end of %s: %v", bed.CheckpointsTopic(), err)
+	}
+	_ = client.Close()
+	return off
+}
+
+func precreateCheckpoints(t *testing.T, bed *kafkatest.Bed) {
+	t.Helper()
+	bed.Target.EnsureTopic(t, bed.CheckpointsTopic(), 1, map[string]string{"cleanup.policy": "compact"})
+}
+
+// problems keeps the warning and error lines of a log, at most 10.
+func problems(log string) []string {
+	var out []string
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, " ERROR ") || strings.Contains(line, " WARN ") ||
+			strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN") {
+			out = append(out, strings.TrimSpace(line))
+			if len(out) == 10 {
+				break
+			}
+		}
+	}
+	return out
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+
+// quantile is the nearest-rank q-quantile of sorted values; NaN for none.
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// dur is a time.Duration that reads as text in JSON and reports.
+type dur time.Duration
+
+func (d dur) String() string {
+	if d < 0 {
+		return "-"
+	}
+	return time.Duration(d).Round(time.Millisecond).String()
+}
+func (d dur) Seconds() float64             { return time.Duration(d).Seconds() }
+func (d dur) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+func (d *dur) UnmarshalText(b []byte) error {
+	if string(b) == "-" {
+		*d = -1
+		return nil
+	}
+	v, err := time.ParseDuration(string(b))
+	*d = dur(v)
+	return err
+}
+
+var _ = fmt.Sprintf
