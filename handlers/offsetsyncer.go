@@ -20,17 +20,24 @@ import (
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )
 
-// TargetGroups is what the offset syncer needs from the target cluster.
+// TargetGroups is what the offset syncer needs from the target cluster. Its
+// batch calls answer for many groups or topics at once, so that a round
+// costs a few requests per coordinator instead of a few per group.
 type TargetGroups interface {
 	// Describe reports each group's state; a group that failed to describe
 	// has DescribeErr set (never "not found").
 	Describe(ctx context.Context, groups []string) (map[string]groupsync.TargetGroup, error)
-	// Offsets returns the group's committed offsets on the target.
-	Offsets(ctx context.Context, group string) (map[messages.TopicPartition]int64, error)
-	// ExistingPartitions reports which partitions of topics exist.
-	ExistingPartitions(ctx context.Context, topics []string) (map[messages.TopicPartition]bool, error)
+	// Offsets returns the committed offsets on the target of each of groups
+	// (an empty map for a group without any); a group whose offsets could not
+	// be read is in the second map instead. A group in neither is taken as
+	// unreadable: not knowing its offsets, the syncer could lower them.
+	Offsets(ctx context.Context, groups []string) (map[string]map[messages.TopicPartition]int64, map[string]error)
+	// ExistingPartitions reports which partitions of topics exist; a topic
+	// that could not be looked up is in the second map.
+	ExistingPartitions(ctx context.Context, topics []string) (map[messages.TopicPartition]bool, map[string]error)
 	// Commit writes offsets into the group as a simple (memberless) commit
-	// and reports the outcome of every partition.
+	// and reports the outcome of every partition. It is called for several
+	// groups at once.
 	Commit(ctx context.Context, group string, offsets map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error)
 }
 
@@ -45,8 +52,11 @@ type OffsetSyncerConfig struct {
 	// the target, errors, missing topics) waits before the next attempt:
 	// sync.group.offsets.interval.seconds. New checkpoints are committed at once.
 	RetryInterval time.Duration
-	// DescribeBatch is how many groups one describe call covers.
-	DescribeBatch int
+	// BatchSize is how many due groups one step of a round covers: one
+	// describe, one offset fetch and one topic lookup for all of them.
+	BatchSize int
+	// CommitConcurrency bounds the commits in flight at once, one group each.
+	CommitConcurrency int
 	// OnResult, if set, hears the outcome of every (group, partition) attempt:
 	// checkpointAt is the checkpoint record's timestamp, committedAt when the
 	// source commit behind it was written (its envelope.HeaderCommitTime
@@ -54,6 +64,12 @@ type OffsetSyncerConfig struct {
 	OnResult func(group string, tp messages.TopicPartition, reason groupsync.Reason, checkpointAt, committedAt time.Time)
 	Logger   *slog.Logger
 }
+
+// Defaults of OffsetSyncerConfig.
+const (
+	DefaultSyncBatchSize     = 500
+	DefaultCommitConcurrency = 16
+)
 
 // OffsetSyncer is the commit stage: it keeps the latest checkpoint of every
 // (group, target partition) not yet settled and commits them into idle target
@@ -96,8 +112,11 @@ func NewOffsetSyncer(cfg OffsetSyncerConfig) *OffsetSyncer {
 	if cfg.RetryInterval <= 0 {
 		cfg.RetryInterval = time.Minute
 	}
-	if cfg.DescribeBatch <= 0 {
-		cfg.DescribeBatch = 100
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = DefaultSyncBatchSize
+	}
+	if cfg.CommitConcurrency <= 0 {
+		cfg.CommitConcurrency = DefaultCommitConcurrency
 	}
 	return &OffsetSyncer{cfg: cfg, wake: make(chan struct{}, 1), pending: make(map[string]*pendingGroup)}
 }
@@ -189,23 +208,166 @@ func (s *OffsetSyncer) Run(ctx context.Context) error {
 	}
 }
 
-// Round makes one sync attempt for every group that is due.
+// Round makes one sync attempt for every group that is due, BatchSize
+// groups at a time.
 func (s *OffsetSyncer) Round(ctx context.Context, now time.Time) {
 	due := s.dueGroups(now)
-	for start := 0; start < len(due) && ctx.Err() == nil; start += s.cfg.DescribeBatch {
-		batch := due[start:min(start+s.cfg.DescribeBatch, len(due))]
-		states, err := s.cfg.Target.Describe(ctx, names(batch))
-		if err != nil {
-			s.cfg.Logger.Error("describing target groups failed; retrying later", "groups", len(batch), "error", err)
-		}
-		for _, w := range batch {
-			st, ok := states[w.group]
-			if err != nil || !ok {
-				st = groupsync.TargetGroup{DescribeErr: fmt.Errorf("no description of group %q: %v", w.group, err)}
-			}
-			s.syncGroup(ctx, w, st, now)
+	for start := 0; start < len(due) && ctx.Err() == nil; start += s.cfg.BatchSize {
+		s.syncBatch(ctx, due[start:min(start+s.cfg.BatchSize, len(due))], now)
+	}
+}
+
+// syncBatch syncs a batch of due groups: it describes them, reads the
+// offsets of the writable ones and the partitions of their topics in one
+// call each, decides every group, and commits the groups with something to
+// write in parallel.
+func (s *OffsetSyncer) syncBatch(ctx context.Context, batch []work, now time.Time) {
+	states := s.describe(ctx, batch)
+	var writable []work
+	for _, w := range batch {
+		if states[w.group].Writable() {
+			writable = append(writable, w)
 		}
 	}
+	current, existing, unreadable := s.readTargets(ctx, writable)
+	var commits []commitJob
+	for _, w := range batch {
+		if err := unreadable[w.group]; err != nil {
+			s.settle(w, allReason(w, groupsync.Retriable), now)
+			continue
+		}
+		plan := groupsync.Decide(s.input(w, states[w.group], current[w.group], existing))
+		if len(plan.Commit) == 0 {
+			s.settle(w, plan.Skipped, now)
+			continue
+		}
+		commits = append(commits, commitJob{work: w, plan: plan})
+	}
+	s.commitAll(ctx, commits, now)
+}
+
+// describe returns the target state of every group of batch; a group the
+// target did not describe gets DescribeErr, never "not found".
+func (s *OffsetSyncer) describe(ctx context.Context, batch []work) map[string]groupsync.TargetGroup {
+	states, err := s.cfg.Target.Describe(ctx, names(batch))
+	if err != nil {
+		s.cfg.Logger.Error("describing target groups failed; retrying later", "groups", len(batch), "error", err)
+	}
+	out := make(map[string]groupsync.TargetGroup, len(batch))
+	for _, w := range batch {
+		st, ok := states[w.group]
+		if err != nil || !ok {
+			st = groupsync.TargetGroup{DescribeErr: fmt.Errorf("no description of group %q: %v", w.group, err)}
+		}
+		out[w.group] = st
+	}
+	return out
+}
+
+// readTargets reads what the decision needs about writable groups: their
+// committed offsets and the partitions of their topics. Groups whose offsets
+// or topics could not be read are returned with the reason, and retried later.
+func (s *OffsetSyncer) readTargets(ctx context.Context, writable []work) (current map[string]map[messages.TopicPartition]int64, existing map[messages.TopicPartition]bool, unreadable map[string]error) {
+	if len(writable) == 0 {
+		return nil, nil, nil
+	}
+	current, offsetErrs := s.cfg.Target.Offsets(ctx, names(writable))
+	existing, topicErrs := s.cfg.Target.ExistingPartitions(ctx, topicsOfAll(writable))
+	unreadable = make(map[string]error)
+	for _, w := range writable {
+		if err := offsetErrs[w.group]; err != nil {
+			unreadable[w.group] = err
+			continue
+		}
+		if _, ok := current[w.group]; !ok {
+			unreadable[w.group] = fmt.Errorf("no offsets of group %q in the answer", w.group)
+			continue
+		}
+		for _, topic := range topicsOf(w) {
+			if err := topicErrs[topic]; err != nil {
+				unreadable[w.group] = err
+				break
+			}
+		}
+	}
+	// One line per batch: a coordinator that is down fails every group on it.
+	if len(offsetErrs) > 0 {
+		group, err := firstError(offsetErrs)
+		s.cfg.Logger.Error("fetching target group offsets failed; retrying later", "groups", len(offsetErrs), "group", group, "error", err)
+	}
+	if len(topicErrs) > 0 {
+		topic, err := firstError(topicErrs)
+		s.cfg.Logger.Error("looking up target partitions failed; retrying later", "topics", len(topicErrs), "topic", topic, "error", err)
+	}
+	return current, existing, unreadable
+}
+
+// firstError returns the error of the first key in order, so that the log
+// names the same example every time.
+func firstError(errs map[string]error) (string, error) {
+	keys := make([]string, 0, len(errs))
+	for k := range errs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys[0], errs[keys[0]]
+}
+
+func (s *OffsetSyncer) input(w work, target groupsync.TargetGroup, current map[messages.TopicPartition]int64, existing map[messages.TopicPartition]bool) groupsync.Input {
+	in := groupsync.Input{Checkpoints: make(map[messages.TopicPartition]groupsync.Checkpoint, len(w.checkpoints)), Target: target}
+	for tp, cp := range w.checkpoints {
+		in.Checkpoints[tp] = cp.Checkpoint
+	}
+	if target.Writable() {
+		in.Current, in.Existing = current, existing
+	}
+	return in
+}
+
+// commitJob is one group's decided commit.
+type commitJob struct {
+	work
+	plan groupsync.Plan
+}
+
+// commitAll runs the commits, at most CommitConcurrency at once: each waits
+// a round trip to its group's coordinator, and groups on different
+// coordinators, or many on one, need not wait for each other.
+func (s *OffsetSyncer) commitAll(ctx context.Context, jobs []commitJob, now time.Time) {
+	next := make(chan commitJob)
+	var wg sync.WaitGroup
+	for range min(s.cfg.CommitConcurrency, len(jobs)) {
+		wg.Go(func() {
+			for j := range next {
+				s.commit(ctx, j, now)
+			}
+		})
+	}
+	for _, j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+}
+
+// commit writes one group's plan and settles every partition of it.
+func (s *OffsetSyncer) commit(ctx context.Context, j commitJob, now time.Time) {
+	outcome := make(map[messages.TopicPartition]groupsync.Reason, len(j.checkpoints))
+	for tp, r := range j.plan.Skipped {
+		outcome[tp] = r
+	}
+	res, err := s.cfg.Target.Commit(WithCommitLinks(ctx, commitLinks(j.work, j.plan.Commit)), j.group, j.plan.Commit)
+	if err != nil {
+		s.cfg.Logger.Error("committing target group offsets failed; retrying later", "group", j.group, "error", err)
+	}
+	for tp := range j.plan.Commit {
+		r, ok := res[tp]
+		if !ok {
+			r = groupsync.Retriable
+		}
+		outcome[tp] = r
+	}
+	s.settle(j.work, outcome, now)
 }
 
 // work is a snapshot of one group's pending checkpoints.
@@ -244,45 +406,6 @@ func names(ws []work) []string {
 	return out
 }
 
-func (s *OffsetSyncer) syncGroup(ctx context.Context, w work, target groupsync.TargetGroup, now time.Time) {
-	in := groupsync.Input{Checkpoints: make(map[messages.TopicPartition]groupsync.Checkpoint, len(w.checkpoints)), Target: target}
-	for tp, cp := range w.checkpoints {
-		in.Checkpoints[tp] = cp.Checkpoint
-	}
-	outcome := make(map[messages.TopicPartition]groupsync.Reason, len(w.checkpoints))
-	if target.Writable() {
-		var err error
-		if in.Current, err = s.cfg.Target.Offsets(ctx, w.group); err != nil {
-			s.cfg.Logger.Error("fetching target group offsets failed; retrying later", "group", w.group, "error", err)
-			s.settle(w, allReason(w, groupsync.Retriable), now)
-			return
-		}
-		if in.Existing, err = s.cfg.Target.ExistingPartitions(ctx, topicsOf(w)); err != nil {
-			s.cfg.Logger.Error("looking up target partitions failed; retrying later", "group", w.group, "error", err)
-			s.settle(w, allReason(w, groupsync.Retriable), now)
-			return
-		}
-	}
-	plan := groupsync.Decide(in)
-	for tp, r := range plan.Skipped {
-		outcome[tp] = r
-	}
-	if len(plan.Commit) > 0 {
-		res, err := s.cfg.Target.Commit(WithCommitLinks(ctx, commitLinks(w, plan.Commit)), w.group, plan.Commit)
-		if err != nil {
-			s.cfg.Logger.Error("committing target group offsets failed; retrying later", "group", w.group, "error", err)
-		}
-		for tp := range plan.Commit {
-			r, ok := res[tp]
-			if !ok {
-				r = groupsync.Retriable
-			}
-			outcome[tp] = r
-		}
-	}
-	s.settle(w, outcome, now)
-}
-
 // commitLinks links a commit to the trace context of each checkpoint record
 // it covers, in partition order.
 func commitLinks(w work, commit map[messages.TopicPartition]groupsync.Checkpoint) []trace.Link {
@@ -313,6 +436,22 @@ func allReason(w work, r groupsync.Reason) map[messages.TopicPartition]groupsync
 	for tp := range w.checkpoints {
 		out[tp] = r
 	}
+	return out
+}
+
+// topicsOfAll returns the topics of all of ws, each once, in order.
+func topicsOfAll(ws []work) []string {
+	seen := make(map[string]struct{})
+	var out []string
+	for _, w := range ws {
+		for tp := range w.checkpoints {
+			if _, ok := seen[tp.Topic]; !ok {
+				seen[tp.Topic] = struct{}{}
+				out = append(out, tp.Topic)
+			}
+		}
+	}
+	sort.Strings(out)
 	return out
 }
 

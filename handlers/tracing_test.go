@@ -239,11 +239,14 @@ func TestOutboxSendSpanOfUnpublishedCheckpoint(t *testing.T) {
 // linkTarget records the links the syncer passes with each commit.
 type linkTarget struct {
 	*memTarget
+	mu    sync.Mutex
 	links [][]trace.Link
 }
 
 func (l *linkTarget) Commit(ctx context.Context, group string, offs map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
+	l.mu.Lock()
 	l.links = append(l.links, CommitLinks(ctx))
+	l.mu.Unlock()
 	return l.memTarget.Commit(ctx, group, offs)
 }
 

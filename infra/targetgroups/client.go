@@ -24,11 +24,22 @@ type Client struct {
 	logger  *slog.Logger
 	retries int           // extra attempts after a coordinator moved or a connection failed
 	backoff time.Duration // pause before each extra attempt
+	topics  *topicCache
+}
+
+// Option adjusts a Client.
+type Option func(*Client)
+
+// WithTopicCacheTTL sets how long ExistingPartitions trusts what it learnt
+// about a topic that exists (ttl) and one that does not (missingTTL). Zero
+// or less turns that half of the cache off.
+func WithTopicCacheTTL(ttl, missingTTL time.Duration) Option {
+	return func(c *Client) { c.topics = newTopicCache(ttl, missingTTL) }
 }
 
 // New wraps a client of the target cluster. Retries and their backoff come
 // from the client's Admin.Retry settings.
-func New(client sarama.Client, logger *slog.Logger) (*Client, error) {
+func New(client sarama.Client, logger *slog.Logger, opts ...Option) (*Client, error) {
 	if client == nil {
 		return nil, errors.New("target groups: nil sarama client")
 	}
@@ -46,13 +57,18 @@ func New(client sarama.Client, logger *slog.Logger) (*Client, error) {
 		logger.Warn("target client version is below 3.7: KIP-848 consumer groups cannot be described and look absent; only the broker's commit check keeps them from being written",
 			"version", conf.Version.String())
 	}
-	return &Client{
+	c := &Client{
 		client:  client,
 		admin:   admin,
 		logger:  logger,
 		retries: max(conf.Admin.Retry.Max, 0),
 		backoff: conf.Admin.Retry.Backoff,
-	}, nil
+		topics:  newTopicCache(DefaultTopicTTL, DefaultMissingTopicTTL),
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
 }
 
 // pause waits before attempt number attempt (counted from 1), or returns the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -48,6 +49,20 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// offsetsOf reads one group's offsets.
+func offsetsOf(t *testing.T, c *targetgroups.Client, group string) (map[messages.TopicPartition]int64, error) {
+	t.Helper()
+	out, failed := c.Offsets(testContext(t), []string{group})
+	if err := failed[group]; err != nil {
+		return nil, err
+	}
+	got, ok := out[group]
+	if !ok {
+		t.Fatalf("Offsets left out group %s", group)
+	}
+	return got, nil
 }
 
 func describeOne(t *testing.T, c *targetgroups.Client, group string) targetgroups.GroupState {
@@ -99,7 +114,7 @@ func TestCommitIntoNewGroupCreatesSimpleGroup(t *testing.T) {
 	if s.State != groupsync.StateEmpty || s.Protocol != targetgroups.ProtocolClassic || s.Members != 0 || s.Active {
 		t.Errorf("after commit: %+v, want an Empty classic group without members", s)
 	}
-	got, err := tg.client.Offsets(testContext(t), group)
+	got, err := offsetsOf(t, tg.client, group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,9 +168,9 @@ func TestCommitSkipsMissingTopicPartitionsOnly(t *testing.T) {
 	missingTopic := messages.TopicPartition{Topic: kafkatest.UniqueName(t, "gone"), Partition: 0}
 	missingPartition := tg.tp(7)
 
-	exist, err := tg.client.ExistingPartitions(testContext(t), []string{tg.topic, missingTopic.Topic})
-	if err != nil {
-		t.Fatal(err)
+	exist, failed := tg.client.ExistingPartitions(testContext(t), []string{tg.topic, missingTopic.Topic})
+	if len(failed) != 0 {
+		t.Fatal(failed)
 	}
 	if !exist[tg.tp(0)] || !exist[tg.tp(1)] || exist[missingPartition] || exist[missingTopic] || len(exist) != 2 {
 		t.Errorf("ExistingPartitions = %v, want exactly %s and %s", exist, tg.tp(0), tg.tp(1))
@@ -177,9 +192,14 @@ func TestCommitSkipsMissingTopicPartitionsOnly(t *testing.T) {
 		t.Errorf("offsets %v, want only %s at 3", got, tg.tp(0))
 	}
 	// Looking a topic up must not create it.
-	exist, err = tg.client.ExistingPartitions(testContext(t), []string{missingTopic.Topic})
-	if err != nil || len(exist) != 0 {
-		t.Errorf("missing topic after the commit: %v, %v", exist, err)
+	// (A fresh client: the first one still has the topic cached as missing.)
+	fresh, err := targetgroups.New(tg.cluster.Client(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exist, failed = fresh.ExistingPartitions(testContext(t), []string{missingTopic.Topic})
+	if len(failed) != 0 || len(exist) != 0 {
+		t.Errorf("missing topic after the commit: %v, %v", exist, failed)
 	}
 }
 
@@ -280,6 +300,75 @@ func TestDescribeManyGroupsAtOnce(t *testing.T) {
 		if s := states[group]; s.Err != nil || s.State != want {
 			t.Errorf("%s: %+v, want %s", group, s, want)
 		}
+	}
+}
+
+// Offsets reads many groups at once: groups with offsets, a group that
+// never existed and one with a member but no offsets.
+func TestOffsetsOfManyGroupsAtOnce(t *testing.T) {
+	tg := newTarget(t)
+	idle := kafkatest.UniqueName(t, "idle")
+	other := kafkatest.UniqueName(t, "other")
+	fresh := kafkatest.UniqueName(t, "fresh")
+	noOffsets := kafkatest.UniqueName(t, "nooffsets")
+	tg.cluster.CommitOffsets(t, idle, map[messages.TopicPartition]int64{tg.tp(0): 3, tg.tp(1): 4})
+	tg.cluster.CommitOffsets(t, other, map[messages.TopicPartition]int64{tg.tp(1): 9})
+	joinClassic(t, tg.cluster.Bootstrap, tg.cluster.SaramaConfig(), noOffsets, tg.topic)
+
+	got, failed := tg.client.Offsets(testContext(t), []string{idle, other, fresh, noOffsets, idle})
+	if len(failed) != 0 {
+		t.Fatalf("failed: %v", failed)
+	}
+	want := map[string]map[messages.TopicPartition]int64{
+		idle: {tg.tp(0): 3, tg.tp(1): 4}, other: {tg.tp(1): 9}, fresh: {}, noOffsets: {},
+	}
+	if len(got) != len(want) {
+		t.Errorf("offsets of %d groups, want %d: %v", len(got), len(want), got)
+	}
+	for g, w := range want {
+		if offs, ok := got[g]; !ok || !maps.Equal(offs, w) {
+			t.Errorf("%s: %v (present %v), want %v", g, offs, ok, w)
+		}
+	}
+}
+
+// A topic seen as missing is looked up again after the short missing-TTL,
+// so one MM2 just created shows up soon; an existing topic's partitions are
+// trusted for the longer TTL.
+func TestTopicCacheSeesNewTopic(t *testing.T) {
+	const missingTTL = 2 * time.Second
+	bed := kafkatest.Shared(t)
+	c, err := targetgroups.New(bed.Target.Client(t), nil, targetgroups.WithTopicCacheTTL(time.Minute, missingTTL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := kafkatest.UniqueName(t, "late")
+	tp := func(p int32) messages.TopicPartition { return messages.TopicPartition{Topic: topic, Partition: p} }
+	lookup := func() map[messages.TopicPartition]bool {
+		t.Helper()
+		got, failed := c.ExistingPartitions(testContext(t), []string{topic})
+		if len(failed) != 0 {
+			t.Fatal(failed)
+		}
+		return got
+	}
+	seenMissing := time.Now()
+	if got := lookup(); len(got) != 0 {
+		t.Fatalf("before it is created: %v", got)
+	}
+	bed.Target.CreateTopic(t, topic, 2, nil)
+	if got := lookup(); time.Since(seenMissing) < missingTTL && len(got) != 0 {
+		t.Errorf("within the missing-TTL the cache still answers missing, got %v", got)
+	}
+	waitUntil(t, 15*time.Second, "the created topic to show up", func() bool { return len(lookup()) == 2 })
+	if waited := time.Since(seenMissing); waited < missingTTL {
+		t.Errorf("the topic showed up after %v, before the missing-TTL %v: not cached", waited, missingTTL)
+	}
+	if err := bed.Target.Admin(t).CreatePartitions(topic, 3, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(); len(got) != 2 || !got[tp(0)] || !got[tp(1)] {
+		t.Errorf("within the TTL: %v, want the two cached partitions", got)
 	}
 }
 

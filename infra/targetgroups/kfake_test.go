@@ -3,6 +3,8 @@ package targetgroups_test
 import (
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -63,7 +65,7 @@ func fakeTP(p int32) messages.TopicPartition {
 
 func TestFakeNewGroup(t *testing.T) {
 	_, _, c := fakeTarget(t)
-	got, err := c.Offsets(testContext(t), "new")
+	got, err := offsetsOf(t, c, "new")
 	if err != nil || len(got) != 0 {
 		t.Fatalf("offsets of an unknown group: %v, %v; want none", got, err)
 	}
@@ -74,7 +76,7 @@ func TestFakeNewGroup(t *testing.T) {
 	if err != nil || res.Count(groupsync.Committed) != 1 {
 		t.Fatalf("commit: %+v, %v", res, err)
 	}
-	if got, err := c.Offsets(testContext(t), "new"); err != nil || got[fakeTP(0)] != 4 {
+	if got, err := offsetsOf(t, c, "new"); err != nil || got[fakeTP(0)] != 4 {
 		t.Fatalf("offsets after commit: %v, %v", got, err)
 	}
 	if s := describeOne(t, c, "new"); s.State != groupsync.StateEmpty || s.Active {
@@ -214,4 +216,138 @@ func offsetCommitAnswer(req *kmsg.OffsetCommitRequest, kerr sarama.KError) *kmsg
 		resp.Topics = append(resp.Topics, topic)
 	}
 	return resp
+}
+
+// countOffsetFetches counts the OffsetFetch requests cluster gets.
+func countOffsetFetches(cluster *kfake.Cluster) *atomic.Int32 {
+	var n atomic.Int32
+	cluster.ControlKey(int16(kmsg.OffsetFetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		n.Add(1)
+		return nil, nil, false
+	})
+	return &n
+}
+
+// Offsets of several groups take one OffsetFetch per coordinator from Kafka
+// 3.0 on, one per group before; the answers are the same.
+func TestFakeOffsetsOfManyGroups(t *testing.T) {
+	cases := []struct {
+		name         string
+		opts         []kfake.Opt
+		wantRequests int32
+	}{
+		{name: "batched (v8)", wantRequests: 1},
+		{name: "broker before 3.0", opts: []kfake.Opt{kfake.MaxVersions(kversion.V2_8_0())}, wantRequests: 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster, _, _, c := fakeCluster(t, tc.opts...)
+			for group, offset := range map[string]int64{"a": 4, "b": 7} {
+				if res, err := c.Commit(testContext(t), group, map[messages.TopicPartition]targetgroups.Offset{fakeTP(1): {Offset: offset}}); err != nil || res.Count(groupsync.Committed) != 1 {
+					t.Fatalf("commit %s: %+v, %v", group, res, err)
+				}
+			}
+			fetches := countOffsetFetches(cluster)
+			got, failed := c.Offsets(testContext(t), []string{"a", "b", "unknown", "a"})
+			if len(failed) != 0 {
+				t.Fatalf("failed: %v", failed)
+			}
+			if n := fetches.Load(); n != tc.wantRequests {
+				t.Errorf("%d OffsetFetch requests, want %d", n, tc.wantRequests)
+			}
+			want := map[string]map[messages.TopicPartition]int64{"a": {fakeTP(1): 4}, "b": {fakeTP(1): 7}, "unknown": {}}
+			if len(got) != len(want) {
+				t.Fatalf("offsets %v, want %v", got, want)
+			}
+			for g, w := range want {
+				if offs, ok := got[g]; !ok || !maps.Equal(offs, w) {
+					t.Errorf("%s: %v (present %v), want %v", g, offs, ok, w)
+				}
+			}
+		})
+	}
+}
+
+// A group the principal may not DESCRIBE fails alone, and the error names
+// the missing ACL.
+func TestFakeOffsetsGroupAuthorizationFailure(t *testing.T) {
+	cluster, _, _, c := fakeCluster(t)
+	cluster.ControlKey(int16(kmsg.OffsetFetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		req := r.(*kmsg.OffsetFetchRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		for _, rg := range req.Groups {
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group = rg.Group
+			if rg.Group == "locked" {
+				g.ErrorCode = int16(sarama.ErrGroupAuthorizationFailed)
+			}
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil, true
+	})
+	got, failed := c.Offsets(testContext(t), []string{"open", "locked"})
+	if err := failed["locked"]; !errors.Is(err, sarama.ErrGroupAuthorizationFailed) || !strings.Contains(err.Error(), `DESCRIBE on group "locked"`) {
+		t.Errorf("locked: %v, want GROUP_AUTHORIZATION_FAILED naming DESCRIBE on the group", err)
+	}
+	if _, ok := got["locked"]; ok {
+		t.Error("a group that failed also has offsets")
+	}
+	if offs, ok := got["open"]; !ok || len(offs) != 0 || failed["open"] != nil {
+		t.Errorf("open: %v %v %v, want no offsets and no error", offs, ok, failed["open"])
+	}
+}
+
+// Topic lookups are cached; a failed lookup is not, a missing topic is.
+func TestFakeTopicLookupsCached(t *testing.T) {
+	cluster, _, _, c := fakeCluster(t)
+	var asked [][]string // topics of each metadata request naming ours
+	var deniedOnce atomic.Bool
+	cluster.ControlKey(int16(kmsg.Metadata), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		req := r.(*kmsg.MetadataRequest)
+		var names []string
+		for _, rt := range req.Topics {
+			if rt.Topic != nil && (*rt.Topic == fakeTopic || *rt.Topic == "denied") {
+				names = append(names, *rt.Topic)
+			}
+		}
+		if len(names) == 0 {
+			return nil, nil, false // the client's own metadata refreshes
+		}
+		asked = append(asked, names)
+		if !slices.Contains(names, "denied") || deniedOnce.Swap(true) {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		for _, name := range names {
+			rt := kmsg.NewMetadataResponseTopic()
+			rt.Topic, rt.ErrorCode = kmsg.StringPtr(name), int16(sarama.ErrTopicAuthorizationFailed)
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	lookup := func(topics ...string) (map[messages.TopicPartition]bool, map[string]error) {
+		return c.ExistingPartitions(testContext(t), topics)
+	}
+	both := map[messages.TopicPartition]bool{fakeTP(0): true, fakeTP(1): true}
+	if got, failed := lookup(fakeTopic); !maps.Equal(got, both) || len(failed) != 0 {
+		t.Fatalf("first lookup: %v %v", got, failed)
+	}
+	if got, failed := lookup(fakeTopic); !maps.Equal(got, both) || len(failed) != 0 {
+		t.Fatalf("cached lookup: %v %v", got, failed)
+	}
+	got, failed := lookup(fakeTopic, "denied")
+	if !maps.Equal(got, both) || !errors.Is(failed["denied"], sarama.ErrTopicAuthorizationFailed) || len(failed) != 1 {
+		t.Fatalf("lookup with a denied topic: %v %v", got, failed)
+	}
+	for range 2 { // asked once more after the failure, then known missing
+		if got, failed := lookup("denied"); len(got) != 0 || len(failed) != 0 {
+			t.Fatalf("denied topic, now visible as missing: %v %v", got, failed)
+		}
+	}
+	want := [][]string{{fakeTopic}, {"denied"}, {"denied"}}
+	if !slices.EqualFunc(asked, want, slices.Equal) {
+		t.Errorf("metadata requests for %v, want %v", asked, want)
+	}
 }

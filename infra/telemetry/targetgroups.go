@@ -25,8 +25,10 @@ const (
 )
 
 // TraceTargetGroups wraps the commit stage's admin calls on the target
-// cluster in CLIENT spans: `DescribeGroups`, `OffsetFetch <group>`,
-// `Metadata` (partitions of topics) and `commit <group>` (the offset commit,
+// cluster in CLIENT spans, one per call: `DescribeGroups` and `OffsetFetch`
+// (each over a batch of groups, checkpointd.group.count of them), `Metadata`
+// (partitions of topics, answered from a cache when fresh) and
+// `commit <group>` (the offset commit,
 // messaging.operation.type=settle, with the outcome per partition counted by
 // reason). The spans are children of the context the syncer passes, which is
 // its run loop's: each attempt starts a trace. The commit span links to the
@@ -55,29 +57,57 @@ func end(span trace.Span, err error) {
 }
 
 func (t tracedTarget) Describe(ctx context.Context, groups []string) (map[string]groupsync.TargetGroup, error) {
-	attrs := []attribute.KeyValue{GroupCountKey.Int(len(groups))}
-	if len(groups) == 1 {
-		attrs = append(attrs, semconv.MessagingConsumerGroupName(groups[0]))
-	}
-	ctx, span := t.start(ctx, "DescribeGroups", nil, attrs...)
+	ctx, span := t.start(ctx, "DescribeGroups", nil, groupAttrs(groups)...)
 	out, err := t.inner.Describe(ctx, groups)
 	end(span, err)
 	return out, err
 }
 
-func (t tracedTarget) Offsets(ctx context.Context, group string) (map[messages.TopicPartition]int64, error) {
-	ctx, span := t.start(ctx, "OffsetFetch "+group, nil, semconv.MessagingConsumerGroupName(group))
-	out, err := t.inner.Offsets(ctx, group)
-	span.SetAttributes(semconv.MessagingBatchMessageCount(len(out)))
-	end(span, err)
-	return out, err
+func (t tracedTarget) Offsets(ctx context.Context, groups []string) (map[string]map[messages.TopicPartition]int64, map[string]error) {
+	ctx, span := t.start(ctx, "OffsetFetch", nil, groupAttrs(groups)...)
+	out, failed := t.inner.Offsets(ctx, groups)
+	partitions := 0
+	for _, offs := range out {
+		partitions += len(offs)
+	}
+	span.SetAttributes(semconv.MessagingBatchMessageCount(partitions))
+	endBatch(span, "groups", failed)
+	return out, failed
 }
 
-func (t tracedTarget) ExistingPartitions(ctx context.Context, topics []string) (map[messages.TopicPartition]bool, error) {
+func (t tracedTarget) ExistingPartitions(ctx context.Context, topics []string) (map[messages.TopicPartition]bool, map[string]error) {
 	ctx, span := t.start(ctx, "Metadata", nil, TopicCountKey.Int(len(topics)))
-	out, err := t.inner.ExistingPartitions(ctx, topics)
-	end(span, err)
-	return out, err
+	out, failed := t.inner.ExistingPartitions(ctx, topics)
+	endBatch(span, "topics", failed)
+	return out, failed
+}
+
+// groupAttrs counts the groups of a batch call, and names the group of a
+// batch of one.
+func groupAttrs(groups []string) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{GroupCountKey.Int(len(groups))}
+	if len(groups) == 1 {
+		attrs = append(attrs, semconv.MessagingConsumerGroupName(groups[0]))
+	}
+	return attrs
+}
+
+// endBatch ends the span of a batch call: failed in part or as a whole, it
+// says how many of what failed and records the first failure in key order
+// (one error event, not hundreds when a coordinator is down).
+func endBatch(span trace.Span, what string, failed map[string]error) {
+	if len(failed) == 0 {
+		span.End()
+		return
+	}
+	keys := make([]string, 0, len(failed))
+	for k := range failed {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	span.RecordError(failed[keys[0]])
+	span.SetStatus(codes.Error, what+" failed: "+strconv.Itoa(len(failed)))
+	span.End()
 }
 
 func (t tracedTarget) Commit(ctx context.Context, group string, offsets map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {

@@ -19,10 +19,19 @@ type fakeTarget struct{ describeErr error }
 func (f fakeTarget) Describe(_ context.Context, groups []string) (map[string]groupsync.TargetGroup, error) {
 	return nil, f.describeErr
 }
-func (fakeTarget) Offsets(context.Context, string) (map[messages.TopicPartition]int64, error) {
-	return map[messages.TopicPartition]int64{{Topic: "t", Partition: 0}: 5}, nil
+// Offsets has two offsets for every group but "locked", which it may not read.
+func (fakeTarget) Offsets(_ context.Context, groups []string) (map[string]map[messages.TopicPartition]int64, map[string]error) {
+	out, failed := map[string]map[messages.TopicPartition]int64{}, map[string]error{}
+	for _, g := range groups {
+		if g == "locked" {
+			failed[g] = errors.New("GROUP_AUTHORIZATION_FAILED")
+			continue
+		}
+		out[g] = map[messages.TopicPartition]int64{{Topic: "t", Partition: 0}: 5, {Topic: "t", Partition: 1}: 6}
+	}
+	return out, failed
 }
-func (fakeTarget) ExistingPartitions(context.Context, []string) (map[messages.TopicPartition]bool, error) {
+func (fakeTarget) ExistingPartitions(context.Context, []string) (map[messages.TopicPartition]bool, map[string]error) {
 	return nil, nil
 }
 func (fakeTarget) Commit(_ context.Context, _ string, offsets map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
@@ -44,7 +53,7 @@ func TestTraceTargetGroups(t *testing.T) {
 	if _, err := target.Describe(ctx, []string{"g"}); err == nil {
 		t.Fatal("describe error lost")
 	}
-	_, _ = target.Offsets(ctx, "g")
+	_, _ = target.Offsets(ctx, []string{"g", "h", "locked"})
 	_, _ = target.ExistingPartitions(ctx, []string{"t"})
 	linked := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled, Remote: true})
 	_, _ = target.Commit(handlers.WithCommitLinks(ctx, []trace.Link{{SpanContext: linked}}), "g", map[messages.TopicPartition]groupsync.Checkpoint{
@@ -58,11 +67,29 @@ func TestTraceTargetGroups(t *testing.T) {
 			t.Errorf("%s: kind %v, want client", s.Name(), s.SpanKind())
 		}
 	}
-	if want := []string{"DescribeGroups", "OffsetFetch g", "Metadata", "commit g"}; len(names) != 4 || names[0] != want[0] || names[1] != want[1] || names[2] != want[2] || names[3] != want[3] {
+	if want := []string{"DescribeGroups", "OffsetFetch", "Metadata", "commit g"}; len(names) != 4 || names[0] != want[0] || names[1] != want[1] || names[2] != want[2] || names[3] != want[3] {
 		t.Fatalf("spans %v, want %v", names, want)
 	}
 	if spans[0].Status().Code.String() != "Error" {
 		t.Errorf("failed describe: status %v", spans[0].Status())
+	}
+	fetch := attrMap(spans[1].Attributes())
+	for k, want := range map[string]string{
+		"checkpointd.group.count":       "3",
+		"messaging.batch.message_count": "4",
+	} {
+		if fetch[k] != want {
+			t.Errorf("offset fetch span %s = %q, want %q", k, fetch[k], want)
+		}
+	}
+	if _, ok := fetch["messaging.consumer.group.name"]; ok {
+		t.Error("a fetch over three groups names one of them")
+	}
+	if st := spans[1].Status(); st.Code.String() != "Error" || st.Description != "groups failed: 1" {
+		t.Errorf("fetch with one group failed: status %v, want Error \"groups failed: 1\"", st)
+	}
+	if spans[2].Status().Code.String() == "Error" {
+		t.Errorf("metadata without failures: status %v", spans[2].Status())
 	}
 	attrs := attrMap(spans[3].Attributes())
 	for k, want := range map[string]string{
