@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/IBM/sarama"
@@ -100,5 +102,64 @@ func TestCheckpointPublisherWritesMM2Records(t *testing.T) {
 	}
 	if lines := lb.lines("idempotent"); len(lines) != 0 {
 		t.Errorf("the test cluster allows idempotence, yet: %q", lines)
+	}
+}
+
+// One Publish call with many checkpoints is written in produce requests of
+// many records each, not one request per record.
+func TestCheckpointPublisherBatches(t *testing.T) {
+	t.Parallel()
+	c := kafkatest.Shared(t).Target
+	topic := kafkatest.UniqueName(t, "checkpoints")
+	c.CreateTopic(t, topic, 1, map[string]string{"cleanup.policy": "compact"})
+	cfg := c.SaramaConfig()
+	pub, err := kafkalog.NewCheckpointPublisher([]string{c.Bootstrap}, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+
+	const n = 5000
+	msgs := make([]*message.Message, n)
+	for i := range msgs {
+		msgs[i] = message.NewMessage(fmt.Sprint(i), []byte(fmt.Sprint("value-", i)))
+		msgs[i].Metadata.Set(envelope.MetaKey, fmt.Sprint("key-", i))
+	}
+	if err := pub.Publish(topic, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(c.ReadAll(t, topic)); got != n {
+		t.Fatalf("read %d records, want %d", got, n)
+	}
+	// sarama's per-topic histogram of records per produce request.
+	name := "records-per-request-for-topic-" + strings.ReplaceAll(topic, ".", "_")
+	h, ok := cfg.MetricRegistry.Get(name).(interface {
+		Count() int64
+		Max() int64
+	})
+	if !ok {
+		t.Fatalf("sarama registered no %s histogram", name)
+	}
+	if h.Count() >= n/10 || h.Max() < 100 {
+		t.Errorf("%d records went out in %d produce requests (largest %d records): want batches", n, h.Count(), h.Max())
+	}
+	t.Logf("%d records in %d produce requests, largest %d", n, h.Count(), h.Max())
+}
+
+// A closed publisher says so instead of writing.
+func TestCheckpointPublisherClosed(t *testing.T) {
+	t.Parallel()
+	c := kafkatest.Shared(t).Target
+	pub, err := kafkalog.NewCheckpointPublisher([]string{c.Bootstrap}, c.SaramaConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	msg := message.NewMessage("1", []byte("v"))
+	msg.Metadata.Set(envelope.MetaKey, "k")
+	if err := pub.Publish("t", msg); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Publish after Close: %v, want an error saying it is closed", err)
 	}
 }
