@@ -30,6 +30,9 @@ const (
 	DownstreamOffsetKey = attribute.Key("checkpointd.downstream.offset")
 	// DecisionsKey counts the decisions a span holds as events.
 	DecisionsKey = attribute.Key("checkpointd.decisions")
+	// SupersededKey marks a send span whose checkpoint was replaced by a
+	// newer one of the same key before it was written.
+	SupersededKey = attribute.Key("checkpointd.superseded")
 )
 
 // Decision values.
