@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -67,7 +68,9 @@ type Checkpointer struct {
 
 	syncsRead       bool
 	checkpointsRead bool
-	gateOpen        bool
+	// gateOpen is written under mu but read without it, so readiness never
+	// waits for a decision in progress.
+	gateOpen atomic.Bool
 }
 
 type groupPartition struct {
@@ -117,26 +120,26 @@ func NewCheckpointer(cfg CheckpointerConfig) (*Checkpointer, error) {
 func (c *Checkpointer) Index() *translate.Index { return c.index }
 
 // GateOpen reports whether translation has started.
-func (c *Checkpointer) GateOpen() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gateOpen
-}
+func (c *Checkpointer) GateOpen() bool { return c.gateOpen.Load() }
 
 // ApplySync adds an offset sync to the index and re-decides the groups whose
-// translation it may have moved.
+// translation it may have moved forward: those committed at or above the
+// sync's upstream offset. Below it, a translation uses older syncs only, and
+// the sync can at most evict some of them, which moves the translation back,
+// never to a checkpoint that would be emitted (same upstream, lower
+// downstream). Skipping them keeps a sync's cost to the groups at the head.
 func (c *Checkpointer) ApplySync(ctx context.Context, s messages.OffsetSync) {
 	if !c.index.Apply(s.TopicPartition, s.UpstreamOffset, s.DownstreamOffset) {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.gateOpen {
+	if !c.gateOpen.Load() {
 		return
 	}
 	var groups []string
-	c.commits.ForEachGroupOn(s.TopicPartition, func(group string, _ translate.Commit) {
-		if c.isLive(group) {
+	c.commits.ForEachGroupOn(s.TopicPartition, func(group string, cm translate.Commit) {
+		if cm.Offset >= s.UpstreamOffset && c.isLive(group) {
 			groups = append(groups, group)
 		}
 	})
@@ -196,7 +199,7 @@ func (c *Checkpointer) ShardCaughtUp(ctx context.Context, p int32) {
 		return
 	}
 	sh.live = true
-	if c.gateOpen {
+	if c.gateOpen.Load() {
 		for group := range sh.groups {
 			c.evaluateGroup(ctx, group)
 		}
@@ -258,7 +261,7 @@ func (c *Checkpointer) SourceCommit(ctx context.Context, p int32, rec messages.O
 		delete(c.undecided, groupPartition{rec.Group, rec.TopicPartition})
 		return
 	}
-	if sh.live && c.gateOpen {
+	if sh.live && c.gateOpen.Load() {
 		c.evaluate(ctx, rec.Group, rec.TopicPartition)
 		return
 	}
@@ -278,10 +281,10 @@ func (c *Checkpointer) isLive(group string) bool {
 }
 
 func (c *Checkpointer) maybeOpenGate(ctx context.Context) {
-	if c.gateOpen || !c.syncsRead || !c.checkpointsRead {
+	if c.gateOpen.Load() || !c.syncsRead || !c.checkpointsRead {
 		return
 	}
-	c.gateOpen = true
+	c.gateOpen.Store(true)
 	c.index.OpenGate()
 	c.cfg.Observer.GateOpened()
 	c.cfg.Logger.Info("translation gate opened: offset syncs and checkpoints read to end",

@@ -144,6 +144,31 @@ func TestCheckpointerDecidesOnCommitsAndSyncs(t *testing.T) {
 	wantCheckpoints(t, rec.take(), cp("g", 12, 6))
 }
 
+// A sync re-decides only the groups committed at or above its upstream
+// offset; the groups below it cannot move forward and are not looked at.
+func TestCheckpointerSyncDecidesOnlyGroupsAtOrAboveIt(t *testing.T) {
+	ctx := context.Background()
+	c, rec := newTestCheckpointer(t, ".*", ".*")
+	openGate(c)
+	c.ApplySync(ctx, syncOf(orders0, 0, 0))
+	for group, offset := range map[string]int64{"low": 5, "at": 30, "high": 50} {
+		c.SourceCommit(ctx, 0, commitRec(group, orders0, offset), time.Time{})
+	}
+	rec.take()
+	rec.skipped = nil
+	c.ApplySync(ctx, syncOf(orders0, 30, 40))
+	got := map[string]messages.Checkpoint{}
+	for _, cp := range rec.take() {
+		got[cp.Group] = cp
+	}
+	if len(got) != 2 || got["at"].DownstreamOffset != 40 || got["high"].DownstreamOffset != 41 {
+		t.Errorf("emitted %+v, want at→40 and high→41 only", got)
+	}
+	if len(rec.skipped) != 0 {
+		t.Errorf("skipped %v: the group below the sync was decided again", rec.skipped)
+	}
+}
+
 func TestCheckpointerReplayDecidesOnceAtTheEnd(t *testing.T) {
 	ctx := context.Background()
 	c, rec := newTestCheckpointer(t, ".*", ".*")
