@@ -117,7 +117,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		return fmt.Errorf("checkpoints topic on target cluster %q: %w", p.cfg.TargetAlias, err)
 	}
 
-	// Checkpoints go out through an ordered outbox to a watermill-kafka publisher.
+	// Checkpoints go out through a coalescing outbox to a batching publisher.
 	producerCfg, err := p.cfg.SaramaConfig(config.TargetProducer)
 	if err != nil {
 		return fmt.Errorf("target producer config: %w", err)
@@ -127,7 +127,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		return fmt.Errorf("checkpoint publisher on target cluster %q: %w", p.cfg.TargetAlias, err)
 	}
 	p.closers = append(p.closers, pub.Close)
-	p.outbox = handlers.NewOutbox(pub, topics.Checkpoints, 1024, log)
+	p.outbox = handlers.NewOutbox(pub, topics.Checkpoints, handlers.DefaultOutboxBatch, log)
 
 	observer := p.opts.observer
 	if p.opts.metrics != nil {
@@ -221,8 +221,16 @@ func (p *Pipeline) instrument(targetClient sarama.Client) error {
 		func() float64 { return float64(ix.Stats().Partitions) })
 	m.GaugeFunc(metrics.GaugeIndexSyncs, "Offset syncs held in the translation index over all partitions.",
 		func() float64 { return float64(ix.Stats().Syncs) })
-	m.GaugeFunc(metrics.GaugeOutboxQueued, "Checkpoints decided and waiting to be published.",
+	m.GaugeFunc(metrics.GaugeOutboxQueued, "Checkpoints decided and waiting to be published (at most one per group and partition).",
 		func() float64 { return float64(p.outbox.Len()) })
+	m.CounterFunc(metrics.CounterCheckpointsPublished, "Checkpoint records the target acknowledged.",
+		func() float64 { return float64(p.outbox.Stats().Published) })
+	m.CounterFunc(metrics.CounterCheckpointsSuperseded, "Queued checkpoints replaced by a newer one of the same group and partition before they were written.",
+		func() float64 { return float64(p.outbox.Stats().Superseded) })
+	m.CounterFunc(metrics.CounterCheckpointBatches, "Batches of checkpoint records written to the target.",
+		func() float64 { return float64(p.outbox.Stats().Batches) })
+	m.CounterFunc(metrics.CounterCheckpointBatchErrors, "Checkpoint batches the target refused or did not acknowledge (each is retried).",
+		func() float64 { return float64(p.outbox.Stats().Failures) })
 	if p.syncer != nil {
 		m.GaugeFunc(metrics.GaugeTargetGroupsPending, "Target groups with checkpoints not yet committed (commit stage).",
 			func() float64 { return float64(p.syncer.Pending()) })

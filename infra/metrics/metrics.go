@@ -50,9 +50,18 @@ const (
 	GaugeTargetGroupsPending = "target_groups_pending"
 )
 
-// PipelineGauges lists the GaugeFunc names above, for checks that every
-// metric a dashboard reads exists.
-var PipelineGauges = []string{GaugeIndexPartitions, GaugeIndexSyncs, GaugeOutboxQueued, GaugeTargetGroupsPending}
+// Names of the counters the pipeline registers with CounterFunc.
+const (
+	CounterCheckpointsPublished  = "checkpoints_published_total"
+	CounterCheckpointsSuperseded = "checkpoints_superseded_total"
+	CounterCheckpointBatches     = "checkpoint_batches_total"
+	CounterCheckpointBatchErrors = "checkpoint_batch_failures_total"
+)
+
+// PipelineGauges lists the GaugeFunc and CounterFunc names above, for checks
+// that every metric a dashboard reads exists.
+var PipelineGauges = []string{GaugeIndexPartitions, GaugeIndexSyncs, GaugeOutboxQueued, GaugeTargetGroupsPending,
+	CounterCheckpointsPublished, CounterCheckpointsSuperseded, CounterCheckpointBatches, CounterCheckpointBatchErrors}
 
 // DefaultLatencyBuckets span a few milliseconds (event-driven checkpoints) to
 // several minutes (MM2's one-minute emit interval, retries).
@@ -230,17 +239,29 @@ func (m *Metrics) ReaderRecord(topic string, p int32, offset, highWatermark int6
 // length; name gets the checkpointd_ prefix. Registering a name again
 // replaces the function (a pipeline built anew with the same Metrics).
 func (m *Metrics) GaugeFunc(name, help string, f func() float64) {
-	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	m.registerFunc(name, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: name, Help: help,
 		ConstLabels: prometheus.Labels{"source": m.cfg.Source, "target": m.cfg.Target},
-	}, f)
+	}, f))
+}
+
+// CounterFunc registers a counter read when scraped from a part that counts
+// for itself (name gets the checkpointd_ prefix and should end in _total).
+func (m *Metrics) CounterFunc(name, help string, f func() float64) {
+	m.registerFunc(name, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: Namespace, Name: name, Help: help,
+		ConstLabels: prometheus.Labels{"source": m.cfg.Source, "target": m.cfg.Target},
+	}, f))
+}
+
+func (m *Metrics) registerFunc(name string, c prometheus.Collector) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old, ok := m.gauges[name]; ok {
 		m.reg.Unregister(old)
 	}
-	m.reg.MustRegister(g)
-	m.gauges[name] = g
+	m.reg.MustRegister(c)
+	m.gauges[name] = c
 }
 
 // AddRouter adds Watermill's router metrics to r (handler execution time,
