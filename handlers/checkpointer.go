@@ -65,12 +65,21 @@ type Checkpointer struct {
 	// trace. Span contexts, not spans: a replay may hold millions.
 	undecided map[groupPartition]trace.SpanContext
 	tracer    trace.TracerProvider // of the spans in undecided
+	// topics caches, per upstream topic, the topic filter's verdict and the
+	// downstream name: both are fixed for the life of the process, and a
+	// sync re-decides thousands of groups on one topic.
+	topics map[string]topicInfo
 
 	syncsRead       bool
 	checkpointsRead bool
 	// gateOpen is written under mu but read without it, so readiness never
 	// waits for a decision in progress.
 	gateOpen atomic.Bool
+}
+
+type topicInfo struct {
+	checkpointed bool   // the topic filter matches
+	downstream   string // its name on the target
 }
 
 type groupPartition struct {
@@ -113,6 +122,7 @@ func NewCheckpointer(cfg CheckpointerConfig) (*Checkpointer, error) {
 		groupShard:  make(map[string]int32),
 		emittedHere: make(map[string]struct{}),
 		undecided:   make(map[groupPartition]trace.SpanContext),
+		topics:      make(map[string]topicInfo),
 	}, nil
 }
 
@@ -336,7 +346,8 @@ func (c *Checkpointer) evaluate(ctx context.Context, group string, tp messages.T
 		c.skip(ctx, group, tp, translate.ReasonNoCommit.String(), -1)
 		return
 	}
-	if !c.cfg.Topics.Match(tp.Topic) {
+	topic := c.topicInfo(tp.Topic)
+	if !topic.checkpointed {
 		c.skip(ctx, group, tp, translate.ReasonFilteredTopic.String(), cm.Offset)
 		return
 	}
@@ -345,10 +356,7 @@ func (c *Checkpointer) evaluate(ctx context.Context, group string, tp messages.T
 		c.skip(ctx, group, tp, tr.Reason.String(), cm.Offset)
 		return
 	}
-	renamed := messages.TopicPartition{
-		Topic:     messages.DownstreamTopic(c.cfg.Policy, c.cfg.SourceAlias, c.cfg.TargetAlias, tp.Topic),
-		Partition: tp.Partition,
-	}
+	renamed := messages.TopicPartition{Topic: topic.downstream, Partition: tp.Partition}
 	if emit, reason := c.emitted.Decide(group, renamed, cm.Offset, tr.Downstream); !emit {
 		c.skip(ctx, group, tp, reason.String(), cm.Offset)
 		return
@@ -364,6 +372,20 @@ func (c *Checkpointer) evaluate(ctx context.Context, group string, tp messages.T
 	recordDecision(ctx, group, tp, renamed, DecisionEmitted, "", cm.Offset, tr.Downstream)
 	c.cfg.Emitter.Emit(ctx, cp, cm.Time)
 	c.cfg.Observer.CheckpointEmitted(cp, cm.Time)
+}
+
+// topicInfo returns the cached facts about an upstream topic. The caller
+// holds c.mu.
+func (c *Checkpointer) topicInfo(topic string) topicInfo {
+	if ti, ok := c.topics[topic]; ok {
+		return ti
+	}
+	ti := topicInfo{checkpointed: c.cfg.Topics.Match(topic)}
+	if ti.checkpointed {
+		ti.downstream = messages.DownstreamTopic(c.cfg.Policy, c.cfg.SourceAlias, c.cfg.TargetAlias, topic)
+	}
+	c.topics[topic] = ti
+	return ti
 }
 
 func (c *Checkpointer) skip(ctx context.Context, group string, tp messages.TopicPartition, reason string, upstream int64) {
