@@ -4,11 +4,12 @@ package scale
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func writeResults(t *testing.T, dir string, run *runResult) {
 	fmt.Fprintf(&md, "# checkpointd vs MM2 MirrorCheckpointConnector: system benchmark\n\n")
 	fmt.Fprintf(&md, "Run %s (took %s): Kafka %s, %s, %d CPUs, durations x%.2g. Raw data: [%s.json](%s.json).\n\n",
 		run.Started.Format("2006-01-02 15:04 UTC"), run.Took, run.Kafka, run.Go, run.CPUs, run.TimeFactor, stamp, stamp)
-	fmt.Fprintf(&md, "- checkpointd: the binary built from this tree, `checkpointd run` as its own process, offsets-log commit source.\n")
+	fmt.Fprintf(&md, "- checkpointd: the binary built from this tree (%s), `checkpointd run` as its own process, offsets-log commit source.\n", run.Tree)
 	fmt.Fprintf(&md, "- MM2: `MirrorCheckpointConnector` alone in a Connect standalone worker (`ConnectStandalone`), JVM flags `%s`, "+
 		"emit.checkpoints.interval.seconds=1, sync.group.offsets.enabled=true, sync.group.offsets.interval.seconds=1, refresh.groups.interval.seconds=2.\n", run.ConnectJVM)
 	fmt.Fprintf(&md, "- Offset syncs: %s.\n", run.OffsetSyncs)
@@ -49,8 +50,8 @@ func writeResults(t *testing.T, dir string, run *runResult) {
 		"Only (commit, partition)s whose translation moved up are timed.\n", run.TargetTiming)
 	fmt.Fprintf(&md, "- CPU and RSS from /proc of the system's process over the load and drain window; the load generator runs in the test process, not in either system.\n\n")
 
-	fmt.Fprintf(&md, "| scenario | system | ready | initial sync | commits/s asked/achieved | delay p50 | p99 | max | reached/missing | checkpoints per commit | target commits/s | CPU s per 1k commits | max RSS MB | target broker CPU s | max load avg | max reader lag |\n")
-	fmt.Fprintf(&md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&md, "| scenario | system | ready | initial sync | commits/s asked/achieved | delay p50 | p99 | max | reached/missing | checkpoints per commit | target commits/s | CPU s start+initial sync | CPU s per 1k commits | max RSS MB | target broker CPU s | max load avg | max reader lag |\n")
+	fmt.Fprintf(&md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, sr := range run.Scenarios {
 		for _, ph := range sr.Phases {
 			lag := ph.lag()
@@ -59,10 +60,10 @@ func writeResults(t *testing.T, dir string, run *runResult) {
 				rate = fmt.Sprintf("%.0f / %.0f", ph.Load.Asked, ph.Load.Achieved)
 				per1k = fmt.Sprintf("%.2f", ph.CPUPer1kCommits)
 			}
-			fmt.Fprintf(&md, "| %s | %s | %s | %s (%d pairs) | %s | %s | %s | %s | %d/%d | %.2f | %.0f | %s | %d | %.1f | %.1f | %s |\n",
+			fmt.Fprintf(&md, "| %s | %s | %s | %s (%d pairs) | %s | %s | %s | %s | %d/%d | %.2f | %.0f | %.1f | %s | %d | %.1f | %.1f | %s |\n",
 				sr.Scenario.Name, ph.System, ph.ReadyAfter, ph.InitialSynced, ph.InitialPairs, rate,
 				msf(ph.DelayP50), msf(ph.DelayP99), msf(ph.DelayMax), ph.Reached, ph.MissingPairs,
-				ph.CheckpointsPerCommit, ph.TargetCommitsPerSec, per1k, ph.MaxRSSMB, ph.BrokerCPUSeconds, ph.MaxLoadAvg, lag)
+				ph.CheckpointsPerCommit, ph.TargetCommitsPerSec, ph.StartupCPUSeconds, per1k, ph.MaxRSSMB, ph.BrokerCPUSeconds, ph.MaxLoadAvg, lag)
 		}
 	}
 	fmt.Fprintf(&md, "\n")
@@ -88,7 +89,11 @@ func writeResults(t *testing.T, dir string, run *runResult) {
 		fmt.Fprintf(&md, "\n")
 		for _, kind := range []string{"delay", "lag", "cpu", "rss"} {
 			name := fmt.Sprintf("%s-%s-%s.png", stamp, sc.Name, kind)
-			if err := plotScenario(sr, kind, filepath.Join(dir, name)); err != nil {
+			err := plotScenario(sr, kind, filepath.Join(dir, name))
+			if errors.Is(err, errNoData) {
+				continue
+			}
+			if err != nil {
 				t.Errorf("plot %s: %v", name, err)
 				continue
 			}
@@ -112,24 +117,55 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
+var errNoData = errors.New("nothing to plot")
+
+// TestScaleReport redraws the report and plots of a finished run from its
+// JSON: CHECKPOINTD_SCALE_REPORT=bench/results/scale-<time>.json.
+func TestScaleReport(t *testing.T) {
+	path := os.Getenv("CHECKPOINTD_SCALE_REPORT")
+	if path == "" {
+		t.Skip("set CHECKPOINTD_SCALE_REPORT to a results JSON to redraw its report")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run runResult
+	if err := json.Unmarshal(data, &run); err != nil {
+		t.Fatal(err)
+	}
+	for i := range run.Scenarios {
+		for j := range run.Scenarios[i].Phases {
+			ph := &run.Scenarios[i].Phases[j]
+			ph.DelayP50, ph.DelayP90, ph.DelayP99, ph.DelayMax = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+			if ph.Delay != nil {
+				ph.DelayP50, ph.DelayP90, ph.DelayP99, ph.DelayMax = ph.Delay["p50"], ph.Delay["p90"], ph.Delay["p99"], ph.Delay["max"]
+			}
+		}
+	}
+	writeResults(t, filepath.Dir(path), &run)
+}
+
 // plotScenario draws one figure of a scenario, both systems in it.
 func plotScenario(sr scenarioResult, kind, path string) error {
 	p := plot.New()
 	p.Title.Text = sr.Scenario.Name
 	p.Legend.Top = true
+	drawn := false
 	for _, ph := range sr.Phases {
 		var xys plotter.XYs
 		switch kind {
 		case "delay":
-			// CDF of the delays, log scale.
-			d := slices.Clone(ph.delays)
-			slices.Sort(d)
-			step := max(1, len(d)/2000)
-			for i := 0; i < len(d); i += step {
-				xys = append(xys, plotter.XY{X: max(0.5, d[i]), Y: float64(i+1) / float64(len(d))})
+			// CDF of the delays from the histogram (log-spaced bins, 1.5x
+			// apart), so that a report can be redrawn from the JSON.
+			total := 0
+			for _, b := range ph.DelayHist {
+				total += b.Count
 			}
-			if len(d) > 0 {
-				xys = append(xys, plotter.XY{X: max(0.5, d[len(d)-1]), Y: 1})
+			cum := 0
+			for _, b := range ph.DelayHist {
+				cum += b.Count
+				xys = append(xys, plotter.XY{X: b.UpToMS, Y: float64(cum) / float64(total)})
 			}
 		case "lag":
 			for _, s := range ph.Samples {
@@ -147,6 +183,7 @@ func plotScenario(sr scenarioResult, kind, path string) error {
 		if len(xys) == 0 {
 			continue
 		}
+		drawn = true
 		l, err := plotter.NewLine(xys)
 		if err != nil {
 			return err
@@ -179,6 +216,9 @@ func plotScenario(sr scenarioResult, kind, path string) error {
 			}
 			p.Legend.Add(label, el)
 		}
+	}
+	if !drawn {
+		return errNoData
 	}
 	switch kind {
 	case "delay":

@@ -61,7 +61,10 @@ func startSampler(start time.Time, pid int, brokerPid func() int, tr *tracker, c
 				lastCPU = cs
 			}
 			if nb := brokerPid(); nb != bp {
-				bp, lastB = nb, 0
+				// A restarted broker: its start-up CPU counts in the phase's
+				// total (cpuMeter), not as one spike in this plot.
+				bp = nb
+				lastB, _ = cpuSeconds(bp)
 			}
 			if bs, err := cpuSeconds(bp); err == nil {
 				sm.BrokerCPU = max(0, (bs-lastB)/dt)
@@ -111,6 +114,7 @@ type runResult struct {
 	OffsetSyncs  string           `json:"offset_syncs"`
 	TargetTiming string           `json:"target_timing"`
 	ConnectJVM   string           `json:"connect_jvm_flags"`
+	Tree         string           `json:"checkpointd_tree"`
 	Scenarios    []scenarioResult `json:"scenarios"`
 }
 
@@ -134,7 +138,8 @@ type phaseResult struct {
 	InitialPairs   int    `json:"initial_pairs"`  // (group, partition)s committed before the start
 	InitialSynced  dur    `json:"initial_synced"` // start to every one of them on the target; "-" if not
 	InitialMissing int    `json:"initial_missing"`
-	LoadStartAt    dur    `json:"load_start_at"` // since the start, in the samples' time
+	LoadStartAt    dur    `json:"load_start_at"`             // since the start, in the samples' time
+	RecoveredAfter dur    `json:"recovered_after,omitempty"` // broker-stop: target serving again -> no timed pair waiting
 
 	Load   loadResult `json:"load"`
 	Drain  dur        `json:"drain"`
@@ -153,14 +158,15 @@ type phaseResult struct {
 	TargetCommitsPerSec  float64 `json:"target_commits_per_s"`
 	Lowered              int     `json:"target_offsets_lowered"`
 
-	CPUSeconds       float64 `json:"cpu_s"`
-	CPUPer1kCommits  float64 `json:"cpu_s_per_1k_commits"`
-	BrokerCPUSeconds float64 `json:"target_broker_cpu_s"`
-	MaxRSSMB         int64   `json:"max_rss_mb"`
-	PeakRSSMB        int64   `json:"peak_rss_mb"` // VmHWM
-	Threads          int     `json:"threads"`
-	MaxLoadAvg       float64 `json:"max_loadavg1"`
-	MaxReaderLag     float64 `json:"max_reader_lag"`
+	StartupCPUSeconds float64 `json:"startup_cpu_s"` // process start through the initial sync
+	CPUSeconds        float64 `json:"cpu_s"`         // the load and drain window
+	CPUPer1kCommits   float64 `json:"cpu_s_per_1k_commits"`
+	BrokerCPUSeconds  float64 `json:"target_broker_cpu_s"`
+	MaxRSSMB          int64   `json:"max_rss_mb"`
+	PeakRSSMB         int64   `json:"peak_rss_mb"` // VmHWM
+	Threads           int     `json:"threads"`
+	MaxLoadAvg        float64 `json:"max_loadavg1"`
+	MaxReaderLag      float64 `json:"max_reader_lag"`
 
 	Samples []sample `json:"samples"`
 	Events  []event  `json:"events,omitempty"`
@@ -210,11 +216,15 @@ func (ph *phaseResult) delayStats(tr *tracker) {
 }
 
 func (ph phaseResult) summary() string {
+	rec := ""
+	if ph.RecoveredAfter != 0 {
+		rec = fmt.Sprintf("; caught up %s after the target broker served again", ph.RecoveredAfter)
+	}
 	return fmt.Sprintf("%s: ready %s, initial %d pairs in %s; load %.0f/%.0f commits/s (%d commits, %d timed pairs, %d reached, %d missing); "+
-		"delay p50 %s p99 %s max %s; checkpoints %d (%.2f per commit); target commits %.0f/s; CPU %.1f s (%.2f s per 1k commits), RSS max %d MB; broker CPU %.1f s; load avg max %.1f; reader lag max %s",
+		"delay p50 %s p99 %s max %s; CPU to the initial sync %.1f s; checkpoints %d (%.2f per commit); target commits %.0f/s; CPU %.1f s (%.2f s per 1k commits), RSS max %d MB; broker CPU %.1f s; load avg max %.1f; reader lag max %s%s",
 		ph.System, ph.ReadyAfter, ph.InitialPairs, ph.InitialSynced, ph.Load.Achieved, ph.Load.Asked, ph.Load.Commits, ph.Load.Measured, ph.Reached, ph.MissingPairs,
-		msf(ph.DelayP50), msf(ph.DelayP99), msf(ph.DelayMax), ph.CheckpointRecords, ph.CheckpointsPerCommit, ph.TargetCommitsPerSec,
-		ph.CPUSeconds, ph.CPUPer1kCommits, ph.MaxRSSMB, ph.BrokerCPUSeconds, ph.MaxLoadAvg, ph.lag())
+		msf(ph.DelayP50), msf(ph.DelayP99), msf(ph.DelayMax), ph.StartupCPUSeconds, ph.CheckpointRecords, ph.CheckpointsPerCommit, ph.TargetCommitsPerSec,
+		ph.CPUSeconds, ph.CPUPer1kCommits, ph.MaxRSSMB, ph.BrokerCPUSeconds, ph.MaxLoadAvg, ph.lag(), rec)
 }
 
 // lag is the maximum commit-reader lag, or n/a for MM2, which has no reader

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -47,6 +48,25 @@ type scenario struct {
 	StopAt     dur     `json:"stop_at,omitempty"`
 	StopFor    dur     `json:"stop_for,omitempty"`
 	Heavy      bool    `json:"heavy"` // not in the default run
+}
+
+const restartedEvent = "target broker: serving again"
+
+// recovery is the time from the target broker serving again to the first
+// sample with no timed pair waiting; -1 when there was no restart or no such
+// sample.
+func recovery(samples []sample, events []event) dur {
+	i := slices.IndexFunc(events, func(e event) bool { return e.What == restartedEvent })
+	if i < 0 {
+		return -1
+	}
+	at := events[i].T
+	for _, sm := range samples {
+		if sm.T >= at && sm.Backlog == 0 {
+			return dur((sm.T - at) * float64(time.Second))
+		}
+	}
+	return -1
 }
 
 // syncRound is how often a record goes to every partition (and MM2 writes an
@@ -109,6 +129,7 @@ func TestScale(t *testing.T) {
 		TimeFactor: factor, OffsetSyncs: "MM2 MirrorSourceConnector (dedicated mode, offset.lag.max=0), on records produced throughout",
 		TargetTiming: "target __consumer_offsets commit records, broker commit timestamp",
 		ConnectJVM:   strings.Join(kafkatest.ConnectJVMFlags, " "),
+		Tree:         treeState(root),
 	}
 	for _, sc := range selected {
 		if sc.Kind != "first-start" {
@@ -116,7 +137,7 @@ func TestScale(t *testing.T) {
 		}
 		if sc.Kind == "broker-stop" {
 			sc.StopAt = dur(max(5*time.Second, time.Duration(float64(sc.StopAt)*factor)))
-			sc.Load = dur(max(time.Duration(sc.Load), time.Duration(sc.StopAt+sc.StopFor)+10*time.Second))
+			sc.Load = dur(max(time.Duration(sc.Load), time.Duration(sc.StopAt+sc.StopFor)+30*time.Second))
 		}
 		t.Run(sc.Name, func(t *testing.T) {
 			res := runScenario(t, bed, bin, sc, systems)
@@ -184,13 +205,14 @@ func runScenario(t *testing.T, bed *kafkatest.Bed, bin string, sc scenario, syst
 	// One record per partition per round: a new offset sync per partition
 	// every round; each (group, partition) is timed once per round.
 	e.prod = startProducer(t, bed.Source, e.topic, sc.Partitions, syncRound)
-	e.syncs.waitAll(t, bed.Source, e.topic, 90*time.Second)
+	// A few rounds, so that the topic and its syncs have some history. MM2
+	// sends at most 10 offset syncs at a time and the rest at its next offset
+	// flush (1 s), so with many partitions the syncs of a round trail it by
+	// seconds: each phase pauses the producer and waits for them.
+	time.Sleep(3 * syncRound)
 	if sc.Kind == "first-start" {
-		// The state is fixed before the systems start: every partition's last
-		// record has its sync.
+		// The state is fixed before the systems start.
 		e.prod.stop()
-		time.Sleep(2 * time.Second)
-		e.syncs.waitAll(t, bed.Source, e.topic, 90*time.Second)
 	}
 	for _, sys := range systems {
 		t.Run(sys, func(t *testing.T) {
@@ -298,11 +320,14 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 		ph.InitialSynced = -1
 	}
 	t.Logf("%s: initial %d pairs synced after %s (%d missing)", sys, ph.InitialPairs, ph.InitialSynced, ph.InitialMissing)
-	tr.resetMeasured()
+	if sc.Kind != "first-start" {
+		tr.resetMeasured() // else the delays are the initial sync's, from the start
+	}
 
 	if sc.Kind != "first-start" {
 		e.prod.resume()
 	}
+	ph.StartupCPUSeconds, _ = cpuSeconds(pid)
 	cpuSys, cpuBroker := newCPUMeter(pid), newCPUMeter(int(brokerPid.Load()))
 	loadStart := time.Now()
 	ph.LoadStartAt = dur(loadStart.Sub(startAt))
@@ -317,15 +342,17 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 			go func() {
 				time.Sleep(time.Duration(sc.StopAt))
 				readCPU()
-				s.event("target broker stopped")
+				s.event("target broker: stop requested (SIGTERM)")
 				if err := bed.Target.StopBroker(); err != nil {
 					stopped <- err
 					return
 				}
+				s.event("target broker: stopped")
 				time.Sleep(time.Duration(sc.StopFor))
+				s.event("target broker: restart")
 				err := bed.Target.RestartBroker(context.Background())
 				brokerPid.Store(int64(bed.Target.Pid()))
-				s.event("target broker restarted")
+				s.event(restartedEvent)
 				stopped <- err
 			}()
 		}
@@ -348,6 +375,9 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 	stopWatch()
 	ph.Samples = samples
 	ph.Events = s.events
+	if sc.Kind == "broker-stop" {
+		ph.RecoveredAfter = recovery(samples, s.events)
+	}
 	ph.CPUSeconds = cpuSys.used()
 	ph.BrokerCPUSeconds = cpuBroker.used()
 	ph.Window = dur(time.Since(loadStart))
@@ -504,6 +534,20 @@ func problems(log string) []string {
 		}
 	}
 	return out
+}
+
+// treeState names the commit checkpointd was built from, and says when the
+// working tree had changes to Go files on top of it.
+func treeState(root string) string {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	state := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--", "*.go").Output(); err == nil && len(st) > 0 {
+		state += " with uncommitted changes to Go files"
+	}
+	return state
 }
 
 func moduleRoot(t *testing.T) string {
