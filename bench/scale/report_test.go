@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,22 +51,7 @@ func writeResults(t *testing.T, dir string, run *runResult) {
 		"Only (commit, partition)s whose translation moved up are timed.\n", run.TargetTiming)
 	fmt.Fprintf(&md, "- CPU and RSS from /proc of the system's process over the load and drain window; the load generator runs in the test process, not in either system.\n\n")
 
-	fmt.Fprintf(&md, "| scenario | system | ready | initial sync | commits/s asked/achieved | delay p50 | p99 | max | reached/missing | checkpoints per commit | target commits/s | CPU s start+initial sync | CPU s per 1k commits | max RSS MB | target broker CPU s | max load avg | max reader lag |\n")
-	fmt.Fprintf(&md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, sr := range run.Scenarios {
-		for _, ph := range sr.Phases {
-			lag := ph.lag()
-			rate, per1k := "-", "-"
-			if sr.Scenario.Kind != "first-start" {
-				rate = fmt.Sprintf("%.0f / %.0f", ph.Load.Asked, ph.Load.Achieved)
-				per1k = fmt.Sprintf("%.2f", ph.CPUPer1kCommits)
-			}
-			fmt.Fprintf(&md, "| %s | %s | %s | %s (%d pairs) | %s | %s | %s | %s | %d/%d | %.2f | %.0f | %.1f | %s | %d | %.1f | %.1f | %s |\n",
-				sr.Scenario.Name, ph.System, ph.ReadyAfter, ph.InitialSynced, ph.InitialPairs, rate,
-				msf(ph.DelayP50), msf(ph.DelayP99), msf(ph.DelayMax), ph.Reached, ph.MissingPairs,
-				ph.CheckpointsPerCommit, ph.TargetCommitsPerSec, ph.StartupCPUSeconds, per1k, ph.MaxRSSMB, ph.BrokerCPUSeconds, ph.MaxLoadAvg, lag)
-		}
-	}
+	writeTable(&md, run)
 	fmt.Fprintf(&md, "\n")
 	for _, sr := range run.Scenarios {
 		sc := sr.Scenario
@@ -101,13 +87,84 @@ func writeResults(t *testing.T, dir string, run *runResult) {
 		}
 		fmt.Fprintf(&md, "\n")
 	}
-	for _, name := range []string{stamp + ".md", "REPORT.md"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(md.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(filepath.Join(dir, stamp+".md"), []byte(md.String()), 0o644); err != nil {
+		t.Fatal(err)
 	}
+	writeIndex(t, dir)
 	t.Logf("results: %s", filepath.Join(dir, stamp+".md"))
 	t.Logf("\n%s", md.String())
+}
+
+// writeTable writes the run's one-line-per-phase table.
+func writeTable(md *strings.Builder, run *runResult) {
+	fmt.Fprintf(md, "| scenario | system | ready | initial sync | commits/s asked/achieved | delay p50 | p99 | max | reached/missing | checkpoints per commit | target commits/s | CPU s start+initial sync | CPU s per 1k commits | max RSS MB | target broker CPU s | max load avg | max reader lag |\n")
+	fmt.Fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, sr := range run.Scenarios {
+		for _, ph := range sr.Phases {
+			lag := ph.lag()
+			rate, per1k := "-", "-"
+			if sr.Scenario.Kind != "first-start" {
+				rate = fmt.Sprintf("%.0f / %.0f", ph.Load.Asked, ph.Load.Achieved)
+				per1k = fmt.Sprintf("%.2f", ph.CPUPer1kCommits)
+			}
+			fmt.Fprintf(md, "| %s | %s | %s | %s (%d pairs) | %s | %s | %s | %s | %d/%d | %.2f | %.0f | %.1f | %s | %d | %.1f | %.1f | %s |\n",
+				sr.Scenario.Name, ph.System, ph.ReadyAfter, ph.InitialSynced, ph.InitialPairs, rate,
+				msf(ph.DelayP50), msf(ph.DelayP99), msf(ph.DelayMax), ph.Reached, ph.MissingPairs,
+				ph.CheckpointsPerCommit, ph.TargetCommitsPerSec, ph.StartupCPUSeconds, per1k, ph.MaxRSSMB, ph.BrokerCPUSeconds, ph.MaxLoadAvg, lag)
+		}
+	}
+}
+
+// writeIndex writes REPORT.md: every run's table in dir, newest first, with
+// a link to its full report and plots.
+func writeIndex(t *testing.T, dir string) {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "scale-*.json"))
+	slices.Sort(paths)
+	slices.Reverse(paths)
+	var md strings.Builder
+	fmt.Fprintf(&md, "# checkpointd vs MM2 MirrorCheckpointConnector: system benchmark runs\n\n")
+	fmt.Fprintf(&md, "`make bench-scale` (see bench/scale). Each run: its full report with plots, and the raw JSON. Newest first.\n\n")
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var run runResult
+		if err := json.Unmarshal(data, &run); err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		for i := range run.Scenarios {
+			for j := range run.Scenarios[i].Phases {
+				run.Scenarios[i].Phases[j].fillQuantiles()
+			}
+		}
+		stamp := strings.TrimSuffix(filepath.Base(path), ".json")
+		fmt.Fprintf(&md, "## [%s](%s.md)\n\n%s, took %s, Kafka %s, %d CPUs, durations x%.2g, checkpointd %s.\n\n",
+			run.Started.Format("2006-01-02 15:04 UTC"), stamp, scenarioNames(&run), run.Took, run.Kafka, run.CPUs, run.TimeFactor, run.Tree)
+		writeTable(&md, &run)
+		fmt.Fprintf(&md, "\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "REPORT.md"), []byte(md.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func scenarioNames(run *runResult) string {
+	var names []string
+	for _, sr := range run.Scenarios {
+		names = append(names, sr.Scenario.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// fillQuantiles restores the delay quantiles after reading the JSON.
+func (ph *phaseResult) fillQuantiles() {
+	ph.DelayP50, ph.DelayP90, ph.DelayP99, ph.DelayMax = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	if ph.Delay != nil {
+		ph.DelayP50, ph.DelayP90, ph.DelayP99, ph.DelayMax = ph.Delay["p50"], ph.Delay["p90"], ph.Delay["p99"], ph.Delay["max"]
+	}
 }
 
 func truncate(s string, n int) string {
@@ -136,11 +193,7 @@ func TestScaleReport(t *testing.T) {
 	}
 	for i := range run.Scenarios {
 		for j := range run.Scenarios[i].Phases {
-			ph := &run.Scenarios[i].Phases[j]
-			ph.DelayP50, ph.DelayP90, ph.DelayP99, ph.DelayMax = math.NaN(), math.NaN(), math.NaN(), math.NaN()
-			if ph.Delay != nil {
-				ph.DelayP50, ph.DelayP90, ph.DelayP99, ph.DelayMax = ph.Delay["p50"], ph.Delay["p90"], ph.Delay["p99"], ph.Delay["max"]
-			}
+			run.Scenarios[i].Phases[j].fillQuantiles()
 		}
 	}
 	writeResults(t, filepath.Dir(path), &run)
