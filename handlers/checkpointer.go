@@ -35,6 +35,14 @@ type CheckpointerConfig struct {
 	Emitter     Emitter
 	Observer    Observer     // nil: NopObserver
 	Logger      *slog.Logger // nil: slog.Default()
+	// RefreshInterval paces what offset syncs do to groups that have not
+	// committed since their last decision: the (group, partition) pairs a
+	// sync may move are collected and decided together once per interval,
+	// so each gets at most one sync-driven checkpoint per interval however
+	// fast syncs arrive (MM2 re-translates every group once per
+	// emit.checkpoints.interval.seconds). A source commit is always decided
+	// at once. Zero decides on every sync.
+	RefreshInterval time.Duration
 }
 
 // Checkpointer is the state shared by the index, tail and translate handlers:
@@ -65,6 +73,10 @@ type Checkpointer struct {
 	// trace. Span contexts, not spans: a replay may hold millions.
 	undecided map[groupPartition]trace.SpanContext
 	tracer    trace.TracerProvider // of the spans in undecided
+	// refresh holds the (group, partition) pairs an offset sync may have
+	// moved since the last Refresh, with the span context of the sync's
+	// record when it was sampled (zero otherwise).
+	refresh map[groupPartition]trace.SpanContext
 	// topics caches, per upstream topic, the topic filter's verdict and the
 	// downstream name: both are fixed for the life of the process, and a
 	// sync re-decides thousands of groups on one topic.
@@ -123,6 +135,7 @@ func NewCheckpointer(cfg CheckpointerConfig) (*Checkpointer, error) {
 		emittedHere: make(map[string]struct{}),
 		undecided:   make(map[groupPartition]trace.SpanContext),
 		topics:      make(map[string]topicInfo),
+		refresh:     make(map[groupPartition]trace.SpanContext),
 	}, nil
 }
 
@@ -148,13 +161,68 @@ func (c *Checkpointer) ApplySync(ctx context.Context, s messages.OffsetSync) {
 		return
 	}
 	var groups []string
+	var offsets []int64
 	c.commits.ForEachGroupOn(s.TopicPartition, func(group string, cm translate.Commit) {
 		if cm.Offset >= s.UpstreamOffset && c.isLive(group) {
 			groups = append(groups, group)
+			offsets = append(offsets, cm.Offset)
 		}
 	})
-	for _, group := range groups {
-		c.evaluate(ctx, group, s.TopicPartition)
+	if c.cfg.RefreshInterval <= 0 {
+		for _, group := range groups {
+			c.evaluate(ctx, group, s.TopicPartition)
+		}
+		return
+	}
+	span := trace.SpanFromContext(ctx)
+	var sc trace.SpanContext
+	if span.SpanContext().IsSampled() {
+		sc, c.tracer = span.SpanContext(), span.TracerProvider()
+	}
+	for i, group := range groups {
+		c.refresh[groupPartition{group, s.TopicPartition}] = sc
+		recordDecision(ctx, group, s.TopicPartition, messages.TopicPartition{}, DecisionDeferred, "", offsets[i], -1)
+	}
+}
+
+// Refresh decides the (group, partition) pairs that offset syncs may have
+// moved since the last Refresh. RunRefresh calls it every RefreshInterval.
+func (c *Checkpointer) Refresh(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.refresh) == 0 {
+		return
+	}
+	due := c.refresh
+	c.refresh = make(map[groupPartition]trace.SpanContext, len(due))
+	for key, sc := range due {
+		if !c.isLive(key.group) {
+			continue
+		}
+		if sc.IsValid() {
+			c.decideLate(ctx, sc, key.group, key.tp)
+			continue
+		}
+		c.evaluate(ctx, key.group, key.tp)
+	}
+}
+
+// RunRefresh calls Refresh every RefreshInterval until ctx ends; without an
+// interval it only waits for ctx.
+func (c *Checkpointer) RunRefresh(ctx context.Context) error {
+	if c.cfg.RefreshInterval <= 0 {
+		<-ctx.Done()
+		return nil
+	}
+	tick := time.NewTicker(c.cfg.RefreshInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			c.Refresh(ctx)
+		}
 	}
 }
 
@@ -231,6 +299,7 @@ func (c *Checkpointer) dropShard(p int32) {
 	for group := range sh.groups {
 		c.commits.ForEachOf(group, func(tp messages.TopicPartition, _ translate.Commit) {
 			delete(c.undecided, groupPartition{group, tp})
+			delete(c.refresh, groupPartition{group, tp})
 		})
 		c.commits.DeleteGroup(group)
 		delete(c.groupShard, group)
@@ -260,6 +329,9 @@ func (c *Checkpointer) SourceCommit(ctx context.Context, p int32, rec messages.O
 		span.SetAttributes(GroupKey.String(rec.Group), UpstreamTopicKey.String(rec.TopicPartition.Topic),
 			PartitionKey.Int(int(rec.TopicPartition.Partition)), UpstreamOffsetKey.Int64(rec.Offset))
 	}
+	// A commit is decided now (or after the replay): a refresh queued
+	// by an earlier sync has nothing left to do.
+	delete(c.refresh, groupPartition{rec.Group, rec.TopicPartition})
 	if rec.Tombstone {
 		c.commits.Delete(rec.Group, rec.TopicPartition)
 		delete(c.undecided, groupPartition{rec.Group, rec.TopicPartition})

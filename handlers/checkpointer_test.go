@@ -322,3 +322,50 @@ func TestCheckpointerThroughHandlers(t *testing.T) {
 	}
 	wantCheckpoints(t, rec.take(), cp("g", 7, 3))
 }
+
+// With a refresh interval, syncs mark the groups they may move and Refresh
+// decides each once, however many syncs came; a commit is decided at once
+// and needs no refresh.
+func TestCheckpointerRefreshPacesSyncDecisions(t *testing.T) {
+	ctx := context.Background()
+	c, rec := newTestCheckpointer(t, ".*", ".*")
+	c.cfg.RefreshInterval = time.Hour // Refresh is called by hand
+	openGate(c)
+	c.ApplySync(ctx, syncOf(orders0, 0, 0))
+	c.SourceCommit(ctx, 0, commitRec("idle", orders0, 100), time.Time{})
+	c.SourceCommit(ctx, 0, commitRec("busy", orders0, 100), time.Time{})
+	wantCheckpoints(t, rec.take(), cp("idle", 100, 1), cp("busy", 100, 1)) // commits: at once
+
+	for u := int64(10); u <= 90; u += 10 {
+		c.ApplySync(ctx, syncOf(orders0, u, u))
+	}
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("syncs emitted %+v before the refresh", got)
+	}
+	c.SourceCommit(ctx, 0, commitRec("busy", orders0, 120), time.Time{}) // decided now, with every sync
+	wantCheckpoints(t, rec.take(), cp("busy", 120, 91))
+
+	c.Refresh(ctx)
+	wantCheckpoints(t, rec.take(), cp("idle", 100, 91)) // once, at the newest sync; busy needs nothing
+	c.Refresh(ctx)
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("a second refresh with no new sync emitted %+v", got)
+	}
+}
+
+// A refresh queued for a group whose shard was revoked decides nothing.
+func TestCheckpointerRefreshForgetsRevokedGroups(t *testing.T) {
+	ctx := context.Background()
+	c, rec := newTestCheckpointer(t, ".*", ".*")
+	c.cfg.RefreshInterval = time.Hour
+	openGate(c)
+	c.ApplySync(ctx, syncOf(orders0, 0, 0))
+	c.SourceCommit(ctx, 0, commitRec("g", orders0, 100), time.Time{})
+	rec.take()
+	c.ApplySync(ctx, syncOf(orders0, 50, 50))
+	c.ShardRevoked(0)
+	c.Refresh(ctx)
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("refresh after revocation emitted %+v", got)
+	}
+}

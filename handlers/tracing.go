@@ -39,6 +39,11 @@ const (
 const (
 	DecisionEmitted = "emitted"
 	DecisionSkipped = "skipped"
+	// DecisionDeferred: a newer offset sync may move the group's
+	// translation; it is decided at the next refresh (see
+	// CheckpointerConfig.RefreshInterval), in a `decide` span that is a
+	// child of this one.
+	DecisionDeferred = "deferred"
 )
 
 // commitLinksKey carries, in the context of a TargetGroups.Commit call, the

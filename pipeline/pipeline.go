@@ -135,14 +135,15 @@ func (p *Pipeline) build(ctx context.Context) error {
 	}
 
 	p.checkpointer, err = handlers.NewCheckpointer(handlers.CheckpointerConfig{
-		SourceAlias: p.cfg.SourceAlias,
-		TargetAlias: p.cfg.TargetAlias,
-		Policy:      p.cfg.Policy,
-		Topics:      topicFilter,
-		Groups:      groupFilter,
-		Emitter:     p.outbox,
-		Observer:    observer,
-		Logger:      log,
+		SourceAlias:     p.cfg.SourceAlias,
+		TargetAlias:     p.cfg.TargetAlias,
+		Policy:          p.cfg.Policy,
+		Topics:          topicFilter,
+		Groups:          groupFilter,
+		Emitter:         p.outbox,
+		Observer:        observer,
+		Logger:          log,
+		RefreshInterval: p.cfg.RefreshInterval,
 	})
 	if err != nil {
 		return err
@@ -352,6 +353,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		_ = p.outbox.Run(outboxCtx, 10*time.Second)
 	}()
 	g.Go(func() error { return runRouter(gctx, p.translate) })
+	g.Go(func() error { return p.checkpointer.RunRefresh(gctx) })
 	if p.commit != nil {
 		g.Go(func() error { return runRouter(gctx, p.commit) })
 	}

@@ -188,6 +188,7 @@ func build(s settings, rep *Report) *Config {
 
 	c.CommitSource = r.oneOf("checkpointd.commit.source", "auto", "offsets-log", "admin-poll")
 	c.AdminPollInterval = r.millis("checkpointd.admin.poll.interval.ms", 10, "a whole number of milliseconds, 10 or more")
+	c.RefreshInterval = r.millis("checkpointd.checkpoints.refresh.interval.ms", 0, "a whole number of milliseconds, 0 or more")
 	c.MetricsAddress = r.address("checkpointd.metrics.address")
 	c.HealthAddress = c.MetricsAddress
 	if _, set := r.s["checkpointd.health.address"]; set {

@@ -43,8 +43,11 @@ type Config struct {
 	AdminTimeout                      time.Duration // bounds start-up admin work and shutdown
 
 	// checkpointd's own settings.
-	CommitSource       string // auto | offsets-log | admin-poll
-	AdminPollInterval  time.Duration
+	CommitSource      string // auto | offsets-log | admin-poll
+	AdminPollInterval time.Duration
+	// RefreshInterval paces sync-driven re-decisions of groups that did
+	// not commit since (handlers.CheckpointerConfig.RefreshInterval).
+	RefreshInterval    time.Duration
 	MetricsAddress     string // "" disables the metrics server
 	HealthAddress      string // defaults to MetricsAddress: one server for both
 	LogFormat          string // text | json

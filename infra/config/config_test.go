@@ -182,7 +182,7 @@ func TestDefaults(t *testing.T) {
 		SyncGroupOffsets: false, SyncGroupOffsetsInterval: time.Minute, RefreshGroups: true,
 		RefreshGroupsInterval: 10 * time.Minute, OffsetSyncsTopicLocation: "source",
 		CheckpointsTopicReplicationFactor: 3, TasksMax: 1, ConsumerPollTimeout: time.Second,
-		AdminTimeout: time.Minute, CommitSource: "auto", AdminPollInterval: time.Second,
+		AdminTimeout: time.Minute, CommitSource: "auto", AdminPollInterval: time.Second, RefreshInterval: time.Second,
 		MetricsAddress: "127.0.0.1:9464", HealthAddress: "127.0.0.1:9464", LogFormat: "text",
 		LogLevel: "info", GroupID: "checkpointd-A-B", MetricsGroupLabels: true,
 		Groups: ".*", GroupsExclude: "console-consumer-.*, connect-.*, __.*",

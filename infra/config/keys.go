@@ -67,6 +67,7 @@ var connectorKeys = []keySpec{
 
 	{"checkpointd.commit.source", "auto", typed},
 	{"checkpointd.admin.poll.interval.ms", "1000", typed},
+	{"checkpointd.checkpoints.refresh.interval.ms", "1000", typed},
 	{"checkpointd.metrics.address", defaultMetricsAddress, typed},
 	{"checkpointd.health.address", "", typed},
 	{"checkpointd.log.format", "text", typed},
