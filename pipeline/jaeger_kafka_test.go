@@ -63,8 +63,15 @@ func TestTracesInJaeger(t *testing.T) {
 	f.commit(t, group, topic, ends, make(map[int32][]int64))
 	cps := f.waitCheckpoints(t, group, topic, ends)
 	f.waitTargetFollows(t, group, cps)
-	// More records, so MM2 writes a newer offset sync for the partition, which
-	// re-decides the group.
+	// The group commits ahead of what MM2 has mirrored (a consumer faster
+	// than MM2), then more records come, so MM2 writes a newer offset sync
+	// at or below the group's offset, which re-decides it. A sync above
+	// the group's offset could not move it and would not decide it.
+	ahead := make(map[int32]int64, len(ends))
+	for p, o := range ends {
+		ahead[p] = o + 11
+	}
+	f.commit(t, group, topic, ahead, make(map[int32][]int64))
 	f.produce(t, "jaeger", 20, 11)
 	f.settle(t, "jaeger", in)
 	f.stop(t, in)
