@@ -201,7 +201,10 @@ func runScenario(t *testing.T, bed *kafkatest.Bed, bin string, sc scenario, syst
 	})
 	t.Logf("mm2 (source connector) ready in %s", mm2.ReadyIn.Round(time.Millisecond))
 	e.syncs = startSyncWatch(t, bed, e.topic, sc.Partitions)
-	e.cm = newCommitter(t, bed.Source, 4)
+	// A broker handles one request per connection at a time, so the commit
+	// rate is at most connections / commit latency: enough connections that
+	// the generator is not what limits it.
+	e.cm = newCommitter(t, bed.Source, 32)
 	// One record per partition per round: a new offset sync per partition
 	// every round; each (group, partition) is timed once per round.
 	e.prod = startProducer(t, bed.Source, e.topic, sc.Partitions, syncRound)
@@ -419,7 +422,7 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 // workers cannot keep up the schedule slips: the achieved rate is reported.
 func (e *scenarioEnv) generate(t *testing.T, groups []string, last [][]int64, tr *tracker, start time.Time) loadResult {
 	sc := e.sc
-	const workers = 64
+	const workers = 128
 	type job struct{ g int }
 	chans := make([]chan job, workers)
 	var res loadResult
