@@ -17,7 +17,8 @@ import (
 )
 
 // Client talks to the target cluster. It borrows the sarama client and never
-// closes it.
+// closes it; OffsetCommits go over connections of the Client's own (see
+// WithCommitConnections), which Close closes.
 type Client struct {
 	client  sarama.Client
 	admin   sarama.ClusterAdmin
@@ -25,6 +26,7 @@ type Client struct {
 	retries int           // extra attempts after a coordinator moved or a connection failed
 	backoff time.Duration // pause before each extra attempt
 	topics  *topicCache
+	commits *commitConns // the extra connections OffsetCommits use
 }
 
 // Option adjusts a Client.
@@ -64,6 +66,7 @@ func New(client sarama.Client, logger *slog.Logger, opts ...Option) (*Client, er
 		retries: max(conf.Admin.Retry.Max, 0),
 		backoff: conf.Admin.Retry.Backoff,
 		topics:  newTopicCache(DefaultTopicTTL, DefaultMissingTopicTTL),
+		commits: newCommitConns(conf, logger),
 	}
 	for _, o := range opts {
 		o(c)

@@ -62,7 +62,7 @@ func (c *Client) Commit(ctx context.Context, group string, offsets map[messages.
 			break
 		}
 		lastAttempt := attempt == c.retries
-		resp, err := c.sendCommit(group, pending)
+		resp, err := c.sendCommit(ctx, group, pending)
 		if err != nil {
 			lastErr = err
 			if !retryAtCoordinator(err) {
@@ -104,8 +104,10 @@ func (c *Client) Commit(ctx context.Context, group string, offsets map[messages.
 	return res, nil
 }
 
-// sendCommit sends one OffsetCommit for offsets to group's coordinator.
-func (c *Client) sendCommit(group string, offsets map[messages.TopicPartition]Offset) (*sarama.OffsetCommitResponse, error) {
+// sendCommit sends one OffsetCommit for offsets to group's coordinator, over
+// one of the commit connections to it, so that commits into groups on one
+// coordinator overlap.
+func (c *Client) sendCommit(ctx context.Context, group string, offsets map[messages.TopicPartition]Offset) (*sarama.OffsetCommitResponse, error) {
 	req := sarama.NewOffsetCommitRequest(c.client.Config(), group) // generation -1, member "", no instance id
 	var timestamp int64
 	if req.Version == 1 {
@@ -119,7 +121,7 @@ func (c *Client) sendCommit(group string, offsets map[messages.TopicPartition]Of
 	if err != nil {
 		return nil, err
 	}
-	return b.CommitOffset(req)
+	return c.commits.commit(ctx, b, req)
 }
 
 func partitionResult(group string, tp messages.TopicPartition, kerr sarama.KError) PartitionResult {

@@ -3,21 +3,26 @@ package targetgroups_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/infra/kafkatest"
 	"github.com/checkpointd/checkpointd/infra/targetgroups"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/envelope"
 )
 
 func TestMain(m *testing.M) { os.Exit(kafkatest.RunMain(m)) }
@@ -369,6 +374,228 @@ func TestTopicCacheSeesNewTopic(t *testing.T) {
 	}
 	if got := lookup(); len(got) != 2 || !got[tp(0)] || !got[tp(1)] {
 		t.Errorf("within the TTL: %v, want the two cached partitions", got)
+	}
+}
+
+// Concurrent commits into groups on the one broker of the target go over
+// several connections at once: a commit opens a connection only when every
+// open one is busy, so more than one opened means they overlapped. All of
+// them land, no more than the limit is opened, and Close closes them.
+func TestConcurrentCommitsToOneCoordinatorOverlap(t *testing.T) {
+	const groups, conns = 32, 4
+	bed := kafkatest.Shared(t)
+	client := bed.Target.Client(t)
+	c, err := targetgroups.New(client, slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+		targetgroups.WithCommitConnections(conns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var opened []*sarama.Broker
+	targetgroups.OnCommitConnOpen(c, func(b *sarama.Broker) {
+		mu.Lock()
+		defer mu.Unlock()
+		opened = append(opened, b)
+	})
+	topic := kafkatest.UniqueName(t, "orders")
+	bed.Target.CreateTopic(t, topic, 2, nil)
+	tp := func(p int32) messages.TopicPartition { return messages.TopicPartition{Topic: topic, Partition: p} }
+
+	names := make([]string, groups)
+	for i := range names {
+		names[i] = kafkatest.UniqueName(t, fmt.Sprintf("g%02d", i))
+	}
+	start := make(chan struct{})
+	errs := make([]error, groups)
+	var wg sync.WaitGroup
+	for i, g := range names {
+		wg.Go(func() {
+			<-start
+			res, err := c.Commit(testContext(t), g, map[messages.TopicPartition]targetgroups.Offset{
+				tp(0): {Offset: int64(i)}, tp(1): {Offset: int64(100 + i)},
+			})
+			if err == nil && res.Count(groupsync.Committed) != 2 {
+				err = fmt.Errorf("%+v", res)
+			}
+			errs[i] = err
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("commit into %s: %v", names[i], err)
+		}
+	}
+	got, failed := c.Offsets(testContext(t), names)
+	if len(failed) != 0 {
+		t.Fatal(failed)
+	}
+	for i, g := range names {
+		if o := got[g]; len(o) != 2 || o[tp(0)] != int64(i) || o[tp(1)] != int64(100+i) {
+			t.Errorf("%s: offsets %v, want %s=%d %s=%d", g, o, tp(0), i, tp(1), 100+i)
+		}
+	}
+
+	st := c.CommitConnections()
+	t.Logf("%d concurrent commits into %d groups on one broker: %+v", groups, groups, st)
+	mu.Lock()
+	conns0 := slices.Clone(opened)
+	mu.Unlock()
+	if len(conns0) < 2 || len(conns0) > conns || st.Opened != int64(len(conns0)) || st.Open != len(conns0) {
+		t.Errorf("opened %d commit connections (stats %+v), want 2 to %d, all still open", len(conns0), st, conns)
+	}
+	coord, err := client.Coordinator(names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range conns0 {
+		if ok, _ := b.Connected(); !ok || b.Addr() != coord.Addr() {
+			t.Errorf("commit connection to %s: connected %v, want connected to the coordinator %s", b.Addr(), ok, coord.Addr())
+		}
+	}
+
+	// Sequential commits reuse the open connections.
+	for _, g := range names[:8] {
+		if _, err := c.Commit(testContext(t), g, map[messages.TopicPartition]targetgroups.Offset{tp(0): {Offset: 1000}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.CommitConnections().Opened; n != st.Opened {
+		t.Errorf("sequential commits opened %d more connections, want none", n-st.Opened)
+	}
+
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	for _, b := range conns0 {
+		if ok, _ := b.Connected(); ok {
+			t.Errorf("commit connection to %s still open after Close", b.Addr())
+		}
+	}
+	if st := c.CommitConnections(); st.Open != 0 || st.Closed != st.Opened {
+		t.Errorf("after Close: %+v, want none open", st)
+	}
+	// After Close commits go over the client's own connection.
+	if res, err := c.Commit(testContext(t), names[0], map[messages.TopicPartition]targetgroups.Offset{tp(0): {Offset: 2000}}); err != nil || res.Count(groupsync.Committed) != 1 {
+		t.Errorf("commit after Close: %+v, %v", res, err)
+	}
+	if st := c.CommitConnections(); st.Opened != int64(len(conns0)) {
+		t.Errorf("a commit after Close opened a connection: %+v", st)
+	}
+}
+
+// BenchmarkCommitManyGroups times the commit stage against the real
+// single-broker target: "commits" is 1,000 Commit calls into 1,000 fresh
+// groups (two partitions each) from 16 workers; "round" is one
+// OffsetSyncer.Round over 1,000 due groups (describe, offset fetch, topic
+// lookup, then the commits, 16 in flight). conns=0 sends every commit over
+// the client's one connection to the coordinator, as before the pool.
+//
+//	go test -run '^$' -bench CommitManyGroups -benchtime 3x ./infra/targetgroups/
+func BenchmarkCommitManyGroups(b *testing.B) {
+	const groups, workers = 1000, handlers.DefaultCommitConcurrency
+	bed := kafkatest.Shared(b)
+	topic := kafkatest.UniqueName(b, "orders")
+	bed.Target.CreateTopic(b, topic, 2, nil)
+	offsets := map[messages.TopicPartition]targetgroups.Offset{
+		{Topic: topic, Partition: 0}: {Offset: 10}, {Topic: topic, Partition: 1}: {Offset: 20},
+	}
+	run := 0
+	freshGroups := func() []string {
+		run++
+		names := make([]string, groups)
+		for i := range names {
+			names[i] = fmt.Sprintf("bench-%s-%d-%04d", topic, run, i)
+		}
+		return names
+	}
+	for _, conns := range []int{0, 1, 4, 8, 16} {
+		newClient := func(b *testing.B) *targetgroups.Client {
+			c, err := targetgroups.New(bed.Target.Client(b), slog.New(slog.DiscardHandler), targetgroups.WithCommitConnections(conns))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = c.Close() })
+			return c
+		}
+		b.Run(fmt.Sprintf("commits/conns=%d", conns), func(b *testing.B) {
+			c := newClient(b)
+			for b.Loop() {
+				b.StopTimer()
+				next := make(chan string)
+				var wg sync.WaitGroup
+				var failed atomic.Int32
+				for range workers {
+					wg.Go(func() {
+						for g := range next {
+							if res, err := c.Commit(b.Context(), g, offsets); err != nil || res.Count(groupsync.Committed) != len(offsets) {
+								failed.Add(1)
+							}
+						}
+					})
+				}
+				names := freshGroups()
+				b.StartTimer()
+				for _, g := range names {
+					next <- g
+				}
+				close(next)
+				wg.Wait()
+				b.StopTimer()
+				if n := failed.Load(); n != 0 {
+					b.Fatalf("%d commits failed", n)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(groups)*float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+		})
+		b.Run(fmt.Sprintf("round/conns=%d", conns), func(b *testing.B) {
+			target := targetgroups.SyncTarget{Client: newClient(b)}
+			for b.Loop() {
+				b.StopTimer()
+				var committed atomic.Int32
+				s := handlers.NewOffsetSyncer(handlers.OffsetSyncerConfig{
+					Target: target, RetryInterval: time.Minute, Logger: slog.New(slog.DiscardHandler),
+					OnResult: func(_ string, _ messages.TopicPartition, r groupsync.Reason, _, _ time.Time) {
+						if r == groupsync.Committed {
+							committed.Add(1)
+						}
+					},
+				})
+				loadDue(b, s, freshGroups(), offsets)
+				b.StartTimer()
+				s.Round(b.Context(), time.Now())
+				b.StopTimer()
+				if n := s.Pending(); n != 0 || int(committed.Load()) != groups*len(offsets) {
+					b.Fatalf("after the round: %d groups pending, %d partitions committed, want 0 and %d", n, committed.Load(), groups*len(offsets))
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// loadDue hands s a caught-up replay of a checkpoint of offsets for every
+// group, so that all of them are due.
+func loadDue(b *testing.B, s *handlers.OffsetSyncer, groups []string, offsets map[messages.TopicPartition]targetgroups.Offset) {
+	b.Helper()
+	if err := s.HandleCheckpoint(envelope.NewControl(envelope.Assigned, "cp", 0)); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.HandleCheckpoint(envelope.NewControl(envelope.CaughtUp, "cp", 0)); err != nil {
+		b.Fatal(err)
+	}
+	var offset int64
+	for _, g := range groups {
+		for tp, o := range offsets {
+			cp := messages.Checkpoint{Group: g, TopicPartition: tp, UpstreamOffset: o.Offset + 5, DownstreamOffset: o.Offset}
+			msg := envelope.FromRecord(envelope.Record{Topic: "cp", Offset: offset, Timestamp: time.Now(), Key: cp.Key(), Value: cp.Value()})
+			offset++
+			if err := s.HandleCheckpoint(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
 

@@ -2,10 +2,12 @@ package targetgroups_test
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -349,5 +351,201 @@ func TestFakeTopicLookupsCached(t *testing.T) {
 	want := [][]string{{fakeTopic}, {"denied"}, {"denied"}}
 	if !slices.EqualFunc(asked, want, slices.Equal) {
 		t.Errorf("metadata requests for %v, want %v", asked, want)
+	}
+}
+
+// fakeClient is a Client of cluster with opts, and the commit connections it
+// opens, in order.
+func fakeClient(t *testing.T, cluster *kfake.Cluster, opts ...targetgroups.Option) (*targetgroups.Client, func() []*sarama.Broker) {
+	t.Helper()
+	conf := sarama.NewConfig()
+	conf.Version = sarama.V4_0_0_0
+	conf.Admin.Retry.Backoff = 10 * time.Millisecond
+	client, err := sarama.NewClient(cluster.ListenAddrs(), conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	c, err := targetgroups.New(client, slog.New(slog.NewTextHandler(testWriter{t}, nil)), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	var mu sync.Mutex
+	var opened []*sarama.Broker
+	targetgroups.OnCommitConnOpen(c, func(b *sarama.Broker) {
+		mu.Lock()
+		defer mu.Unlock()
+		opened = append(opened, b)
+	})
+	return c, func() []*sarama.Broker {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(opened)
+	}
+}
+
+func commitOne(t *testing.T, c *targetgroups.Client, group string, offset int64) {
+	t.Helper()
+	res, err := c.Commit(testContext(t), group, map[messages.TopicPartition]targetgroups.Offset{fakeTP(0): {Offset: offset}})
+	if err != nil || res.Count(groupsync.Committed) != 1 {
+		t.Fatalf("commit into %s: %+v, %v", group, res, err)
+	}
+}
+
+// A commit connection whose request failed on the network is closed and
+// dropped from the pool, and so are the broker's idle ones; the commit is
+// retried on a fresh connection.
+func TestFakeCommitConnDroppedAfterNetworkError(t *testing.T) {
+	cluster, _, _, _ := fakeCluster(t)
+	c, opened := fakeClient(t, cluster)
+	commitAtOnce(t, cluster, c, "a", "b") // two connections, both idle after
+	if st := c.CommitConnections(); st != (targetgroups.CommitConnStats{Open: 2, Opened: 2}) {
+		t.Fatalf("after two concurrent commits: %+v, want two connections open", st)
+	}
+	before := opened()
+
+	// kfake closes the connection of a request whose control returns an error.
+	cluster.ControlKey(int16(kmsg.OffsetCommit), func(kmsg.Request) (kmsg.Response, error, bool) {
+		return nil, errors.New("drop the connection"), true
+	})
+	commitOne(t, c, "c", 2) // fails on an open connection, lands on a new one
+	for _, b := range before {
+		if ok, _ := b.Connected(); ok {
+			t.Error("a connection opened before the network error is still open")
+		}
+	}
+	if st := c.CommitConnections(); st != (targetgroups.CommitConnStats{Open: 1, Opened: 3, Closed: 2}) {
+		t.Errorf("after the network error: %+v, want the old connections closed and one new open", st)
+	}
+	if got, err := offsetsOf(t, c, "c"); err != nil || got[fakeTP(0)] != 2 {
+		t.Errorf("offsets of c: %v, %v", got, err)
+	}
+
+	// The new connection is reused.
+	commitOne(t, c, "d", 3)
+	if conns := opened(); len(conns) != 3 {
+		t.Errorf("%d connections opened, want 3", len(conns))
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range opened() {
+		if ok, _ := b.Connected(); ok {
+			t.Errorf("connection to %s open after Close", b.Addr())
+		}
+	}
+}
+
+// A broker that comes back at another address gets new connections; the
+// ones to its old address are closed.
+func TestFakeCommitConnsFollowBrokerAddress(t *testing.T) {
+	cluster, _, _, _ := fakeCluster(t, kfake.NumBrokers(2))
+	c, opened := fakeClient(t, cluster)
+	group := "moving"
+	node := cluster.CoordinatorFor(group)
+	commitOne(t, c, group, 1)
+	old := opened()
+	if len(old) != 1 {
+		t.Fatalf("%d connections opened, want 1", len(old))
+	}
+
+	if err := cluster.RemoveNode(node); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cluster.AddNode(node, 0); err != nil { // same id, new port
+		t.Fatal(err)
+	}
+	// A group on that broker again, whose coordinator the client looks up.
+	var other string
+	for i := 0; other == ""; i++ {
+		if g := fmt.Sprintf("g%d", i); cluster.CoordinatorFor(g) == node {
+			other = g
+		}
+	}
+	commitOne(t, c, other, 2)
+	conns := opened()
+	if len(conns) != 2 || conns[1].Addr() == old[0].Addr() {
+		t.Fatalf("connections opened: %d, want a second one to the new address", len(conns))
+	}
+	if ok, _ := old[0].Connected(); ok {
+		t.Error("the connection to the old address is still open")
+	}
+	if st := c.CommitConnections(); st != (targetgroups.CommitConnStats{Open: 1, Opened: 2, Closed: 1}) {
+		t.Errorf("%+v, want the old connection closed and the new one open", st)
+	}
+}
+
+// With the pool off, commits go over the client's connection.
+func TestFakeCommitConnectionsOff(t *testing.T) {
+	cluster, _, _, _ := fakeCluster(t)
+	c, opened := fakeClient(t, cluster, targetgroups.WithCommitConnections(0))
+	commitOne(t, c, "a", 1)
+	if n := len(opened()); n != 0 || c.CommitConnections().Opened != 0 {
+		t.Errorf("%d commit connections opened, want none", n)
+	}
+}
+
+// At most the configured number of connections per broker, however many
+// commits run at once.
+func TestFakeCommitConnsBounded(t *testing.T) {
+	cluster, _, _, _ := fakeCluster(t)
+	c, opened := fakeClient(t, cluster, targetgroups.WithCommitConnections(2))
+	groups := make([]string, 8)
+	for i := range groups {
+		groups[i] = fmt.Sprintf("g%d", i)
+	}
+	commitAtOnce(t, cluster, c, groups...)
+	if n := len(opened()); n != 2 {
+		t.Errorf("%d connections opened, want 2", n)
+	}
+}
+
+// commitAtOnce commits into groups concurrently; the broker holds the first
+// two commits until both have arrived, so two connections are in use at once.
+func commitAtOnce(t *testing.T, cluster *kfake.Cluster, c *targetgroups.Client, groups ...string) {
+	t.Helper()
+	var arrived atomic.Int32
+	cluster.ControlKey(int16(kmsg.OffsetCommit), func(kmsg.Request) (kmsg.Response, error, bool) {
+		if arrived.Add(1) >= 2 {
+			cluster.DropControl()
+		}
+		cluster.SleepControl(func() {
+			for arrived.Load() < 2 {
+				time.Sleep(time.Millisecond)
+			}
+		})
+		return nil, nil, false
+	})
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		wg.Go(func() {
+			res, err := c.Commit(testContext(t), g, map[messages.TopicPartition]targetgroups.Offset{fakeTP(0): {Offset: int64(i)}})
+			if err != nil || res.Count(groupsync.Committed) != 1 {
+				t.Errorf("commit into %s: %+v, %v", g, res, err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// An idle connection unused for the idle timeout is closed, not reused.
+func TestFakeIdleCommitConnExpires(t *testing.T) {
+	cluster, _, _, _ := fakeCluster(t)
+	c, opened := fakeClient(t, cluster)
+	targetgroups.SetCommitIdleTimeout(c, 50*time.Millisecond)
+	commitOne(t, c, "a", 1)
+	commitOne(t, c, "b", 1) // within the timeout: reused
+	time.Sleep(100 * time.Millisecond)
+	commitOne(t, c, "c", 1)
+	conns := opened()
+	if len(conns) != 2 {
+		t.Fatalf("%d connections opened, want 2", len(conns))
+	}
+	if ok, _ := conns[0].Connected(); ok {
+		t.Error("the expired connection is still open")
+	}
+	if st := c.CommitConnections(); st != (targetgroups.CommitConnStats{Open: 1, Opened: 2, Closed: 1}) {
+		t.Errorf("%+v, want the expired connection closed and a new one open", st)
 	}
 }
