@@ -272,6 +272,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 		if err != nil {
 			return fmt.Errorf("target groups: %w", err)
 		}
+		p.closers = append(p.closers, tg.Close) // its commit connections; closed before targetClient
 		var target handlers.TargetGroups = targetgroups.SyncTarget{Client: tg}
 		if p.opts.tracer != nil {
 			target = telemetry.TraceTargetGroups(target, p.opts.tracer)
