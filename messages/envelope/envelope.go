@@ -65,7 +65,12 @@ func FromRecord(r Record) *message.Message {
 }
 
 // ToRecord reads a record back out of a message made by FromRecord.
+// A message that carries several records (FromRecords) is an error: use
+// Records.
 func ToRecord(msg *message.Message) (Record, error) {
+	if IsBatch(msg) {
+		return Record{}, fmt.Errorf("message %s carries %s records: read them with envelope.Records", msg.UUID, msg.Metadata.Get(MetaRecords))
+	}
 	r := Record{Topic: msg.Metadata.Get(MetaTopic), Key: []byte(msg.Metadata.Get(MetaKey))}
 	p, err := strconv.ParseInt(msg.Metadata.Get(MetaPartition), 10, 32)
 	if err != nil {
