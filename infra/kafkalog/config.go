@@ -19,7 +19,9 @@ func defaultVersion() sarama.KafkaVersion { return sarama.V4_1_0_0 }
 type Hooks struct {
 	// OnRecord is called once a record has been acked (or dropped by the
 	// filter), with the partition's high watermark as the consumer last saw
-	// it: the partition's lag is highWatermark-offset-1.
+	// it: the partition's lag is highWatermark-offset-1. For a message of
+	// several records (ReaderConfig.BatchRecords) it is called once, with
+	// the offset of the last record the message covered.
 	OnRecord func(topic string, partition int32, offset, highWatermark int64)
 }
 
@@ -51,6 +53,14 @@ type ReaderConfig struct {
 	// the topic or a partition; it doubles up to MaxRetryBackoff. Defaults
 	// 250ms and 10s.
 	RetryBackoff, MaxRetryBackoff time.Duration
+	// BatchRecords > 1 lets the reader put up to that many consecutive
+	// records of a partition, of those the consumer has already fetched, in
+	// one message (envelope.FromRecords; handlers read them with
+	// envelope.Records), so one handler call and one ack cover them all. It
+	// never waits for records to fill a message. Records with headers (trace
+	// context) still go one per message, and a message never spans the end
+	// offset CaughtUp waits for. 0 or 1: one record per message.
+	BatchRecords int
 	// ProbeInterval is how long a partition that has not caught up may stay
 	// idle before the reader asks the broker whether anything deliverable is
 	// left below the end offset. A partition that ends in transaction markers

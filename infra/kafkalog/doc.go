@@ -16,7 +16,9 @@
 //     topic, to make one instance the active committer).
 //
 // Both deliver one message per partition at a time and wait for its ack, so
-// per-partition order holds through a Watermill router.
+// per-partition order holds through a Watermill router. With
+// ReaderConfig.BatchRecords a message may carry several consecutive records
+// of a partition (envelope.FromRecords), for replays of large logs.
 //
 // On the writing side, CheckpointMarshaler and NewCheckpointPublisher write
 // MM2 checkpoint records whose key and value are exactly MM2's, and

@@ -26,7 +26,8 @@ type LogReaderConfig struct {
 //
 // A missing topic is waited for, never created. Partitions are read
 // concurrently, each with one message in flight: the next is sent only once
-// the previous is acked, and a nacked one is sent again after a pause.
+// the previous is acked, and a nacked one is sent again after a pause. A
+// message is one record, or with ReaderConfig.BatchRecords several.
 type LogReader struct {
 	cfg    LogReaderConfig
 	sarama *sarama.Config

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/checkpointd/checkpointd/messages/envelope"
 )
 
 // source is a stream of one partition's records.
@@ -33,6 +35,9 @@ type partitionReader struct {
 	caughtUp bool
 	// onCaughtUp signals the handlers, once, when next reaches end.
 	onCaughtUp func(context.Context) error
+
+	batch []*sarama.ConsumerMessage // reused by deliverFrom
+	recs  []envelope.Record         // reused by recordsMessage
 }
 
 // read delivers records from src until src closes, ctx ends or, when
@@ -65,7 +70,7 @@ func (r *partitionReader) read(ctx context.Context, src source, stopAt int64) (o
 			if m.Offset < r.next {
 				continue // delivered already, before a switch of source
 			}
-			if err := r.deliverRecord(ctx, m, src.hwm); err != nil {
+			if err := r.deliverFrom(ctx, m, src, stopAt); err != nil {
 				return outOfRange, err
 			}
 			probe.Reset(r.cfg.ProbeInterval)
@@ -82,6 +87,77 @@ func (r *partitionReader) read(ctx context.Context, src source, stopAt int64) (o
 			return outOfRange, context.Cause(ctx)
 		}
 	}
+}
+
+// deliverFrom delivers m and, with BatchRecords, the records src already
+// holds after it, in one message, exactly as if they were delivered one by
+// one: the message ends where a record-by-record reader would stop to say
+// CaughtUp or reach stopAt, and a record with headers goes on its own.
+func (r *partitionReader) deliverFrom(ctx context.Context, m *sarama.ConsumerMessage, src source, stopAt int64) error {
+	if r.cfg.BatchRecords <= 1 || len(m.Headers) > 0 {
+		return r.deliverRecord(ctx, m, src.hwm)
+	}
+	batch := r.batch[:0]
+	last := m
+	var single *sarama.ConsumerMessage // a record with headers, after the batch
+	for {
+		if r.cfg.Filter == nil || r.cfg.Filter(m) {
+			batch = append(batch, m)
+		}
+		last = m
+		next := m.Offset + 1
+		if len(batch) >= r.cfg.BatchRecords || (!r.caughtUp && next >= r.end) || (stopAt >= 0 && next >= stopAt) {
+			break
+		}
+		if m = fetched(src.msgs, next); m == nil {
+			break
+		}
+		if len(m.Headers) > 0 {
+			single = m
+			break
+		}
+	}
+	err := r.deliverBatch(ctx, batch, last, src.hwm)
+	clear(batch)
+	r.batch = batch[:0]
+	if err != nil || single == nil {
+		return err
+	}
+	return r.deliverRecord(ctx, single, src.hwm)
+}
+
+// fetched returns the next record at or after offset next that msgs holds
+// already, or nil if there is none or msgs is closed (read sees the close).
+func fetched(msgs <-chan *sarama.ConsumerMessage, next int64) *sarama.ConsumerMessage {
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				return nil
+			}
+			if m.Offset >= next {
+				return m
+			}
+			// delivered already, before a switch of source
+		default:
+			return nil
+		}
+	}
+}
+
+// deliverBatch delivers the records of batch in one message (none: nothing
+// to send, the filter dropped them) and moves next past last.
+func (r *partitionReader) deliverBatch(ctx context.Context, batch []*sarama.ConsumerMessage, last *sarama.ConsumerMessage, hwm func() int64) error {
+	if len(batch) > 0 {
+		if err := r.out.deliver(ctx, recordsMessage(ctx, batch, &r.recs)); err != nil {
+			return err
+		}
+	}
+	r.next = last.Offset + 1
+	if r.cfg.Hooks.OnRecord != nil {
+		r.cfg.Hooks.OnRecord(last.Topic, last.Partition, last.Offset, hwm())
+	}
+	return nil
 }
 
 func (r *partitionReader) deliverRecord(ctx context.Context, m *sarama.ConsumerMessage, hwm func() int64) error {

@@ -32,6 +32,28 @@ func recordMessage(ctx context.Context, m *sarama.ConsumerMessage) *message.Mess
 	return msg
 }
 
+// recordsMessage turns consecutive records of one partition, none with
+// headers, into one message (envelope.FromRecords); recs is scratch space
+// kept between calls.
+func recordsMessage(ctx context.Context, ms []*sarama.ConsumerMessage, recs *[]envelope.Record) *message.Message {
+	rs := (*recs)[:0]
+	for _, m := range ms {
+		rs = append(rs, envelope.Record{
+			Topic:     m.Topic,
+			Partition: m.Partition,
+			Offset:    m.Offset,
+			Timestamp: m.Timestamp,
+			Key:       m.Key,
+			Value:     m.Value,
+		})
+	}
+	msg := envelope.FromRecords(rs)
+	clear(rs)
+	*recs = rs[:0]
+	msg.SetContext(ctx)
+	return msg
+}
+
 // controlMessage makes a control message carrying ctx.
 func controlMessage(ctx context.Context, c envelope.Control, topic string, partition int32) *message.Message {
 	msg := envelope.NewControl(c, topic, partition)
