@@ -40,7 +40,8 @@ func (c *Checkpointer) HandleCheckpointRecord(msg *message.Message) error {
 
 // handleWholeTopic is the shape both whole-topic readers share: CaughtUp ends
 // the start-up read, tombstones and records that fail to decode are skipped
-// as malformed.
+// as malformed, one at a time. A message may carry several records of a
+// partition (kafkalog.ReaderConfig.BatchRecords); they are applied in order.
 func (c *Checkpointer) handleWholeTopic(msg *message.Message, readToEnd func(context.Context), apply func(envelope.Record) error) error {
 	if ctl, _, _, ok := envelope.ControlOf(msg); ok {
 		if ctl == envelope.CaughtUp {
@@ -48,16 +49,18 @@ func (c *Checkpointer) handleWholeTopic(msg *message.Message, readToEnd func(con
 		}
 		return nil
 	}
-	rec, err := envelope.ToRecord(msg)
+	recs, err := envelope.Records(msg)
 	if err != nil {
 		return fmt.Errorf("%s message: %w", msg.Metadata.Get(envelope.MetaTopic), err)
 	}
-	if rec.Tombstone() {
-		c.malformed(rec, errTombstone)
-		return nil
-	}
-	if err := apply(rec); err != nil {
-		c.malformed(rec, err)
+	for _, rec := range recs {
+		if rec.Tombstone() {
+			c.malformed(rec, errTombstone)
+			continue
+		}
+		if err := apply(rec); err != nil {
+			c.malformed(rec, err)
+		}
 	}
 	return nil
 }

@@ -96,5 +96,10 @@ func recordAttributes(msg *message.Message, topic, handler, group string) []attr
 	if msg.Metadata.Get(envelope.MetaTombstone) == "true" {
 		attrs = append(attrs, semconv.MessagingKafkaMessageTombstone(true))
 	}
+	// A message of several records (envelope.FromRecords): the offset above
+	// is the first one's.
+	if n, err := strconv.Atoi(msg.Metadata.Get(envelope.MetaRecords)); err == nil {
+		attrs = append(attrs, semconv.MessagingBatchMessageCount(n))
+	}
 	return attrs
 }
