@@ -15,7 +15,7 @@ FUZZ_TARGETS := \
 	./infra/config:FuzzParseJAAS \
 	./infra/config:FuzzParseProperties
 
-.PHONY: build vet jars jaeger test unit fuzz bench bench-e2e bench-scale demo clean
+.PHONY: build vet jars jaeger test unit fuzz bench bench-e2e bench-ready bench-scale demo clean
 
 build:
 	$(GO) build -o bin/checkpointd ./cmd/checkpointd
@@ -67,6 +67,14 @@ bench:
 bench-e2e: jars
 	@mkdir -p bin
 	CHECKPOINTD_E2E_BENCH=1 $(GO) test -count=1 -timeout 20m -run '^TestE2EDelay$$' -v ./pipeline/
+
+# Time from start to ready with 1M offset syncs over 10k partitions and 100k
+# checkpoints to replay, on real Kafka (about 2 minutes); appends its table
+# to bin/bench-ready.txt. CHECKPOINTD_READY_RUNS (3) starts; with
+# CHECKPOINTD_READY_CPUPROFILE=path each start writes path.<run>.
+bench-ready: jars
+	@mkdir -p bin
+	CHECKPOINTD_READY_BENCH=1 $(GO) test -count=1 -timeout 20m -run '^TestReadyTime$$' -v ./pipeline/
 
 # System benchmark: checkpointd vs MM2's MirrorCheckpointConnector in a Connect
 # worker, same clusters and load; JSON, report and plots in bench/results/.

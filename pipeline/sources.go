@@ -115,9 +115,18 @@ func (p *Pipeline) logReader(role config.Role, brokers []string, cluster string)
 		return nil, err
 	}
 	return kafkalog.NewLogReader(kafkalog.LogReaderConfig{
-		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger, Hooks: p.readerHooks()},
+		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger, Hooks: p.readerHooks(),
+			BatchRecords: wholeTopicBatch},
 	})
 }
+
+// wholeTopicBatch is how many records of the offset-syncs or checkpoints
+// topic one message may carry. Both are replayed whole at start (1M syncs
+// are common), and a Watermill message costs a handler goroutine, the
+// middleware and an ack round trip; a sync costs well under a microsecond
+// to index. The reader only groups records it has fetched already, so a
+// tailed record is never held back.
+const wholeTopicBatch = 500
 
 func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, group string, readCommitted bool) (message.Subscriber, error) {
 	cfg, err := p.cfg.SaramaConfig(role)
