@@ -19,3 +19,10 @@ func SetCommitIdleTimeout(c *Client, d time.Duration) {
 	defer c.commits.mu.Unlock()
 	c.commits.idle = d
 }
+
+// FailCommitDials makes every commit connection c opens fail with err.
+func FailCommitDials(c *Client, err error) {
+	c.commits.mu.Lock()
+	defer c.commits.mu.Unlock()
+	c.commits.dial = func(string, *sarama.Config) (*sarama.Broker, error) { return nil, err }
+}

@@ -549,3 +549,27 @@ func TestFakeIdleCommitConnExpires(t *testing.T) {
 		t.Errorf("%+v, want the expired connection closed and a new one open", st)
 	}
 }
+
+// When no extra connection can be opened (a broker refusing connections),
+// commits go over the client's own connection.
+func TestFakeCommitFallsBackWhenConnectionsFail(t *testing.T) {
+	cluster, _, _, _ := fakeCluster(t)
+	c, _ := fakeClient(t, cluster)
+	targetgroups.FailCommitDials(c, errors.New("too many connections"))
+	var wg sync.WaitGroup
+	for i, g := range []string{"a", "b", "c"} {
+		wg.Go(func() {
+			res, err := c.Commit(testContext(t), g, map[messages.TopicPartition]targetgroups.Offset{fakeTP(0): {Offset: int64(i)}})
+			if err != nil || res.Count(groupsync.Committed) != 1 {
+				t.Errorf("commit into %s: %+v, %v", g, res, err)
+			}
+		})
+	}
+	wg.Wait()
+	if st := c.CommitConnections(); st.Opened != 0 {
+		t.Errorf("%+v, want no connection opened", st)
+	}
+	if got, err := offsetsOf(t, c, "c"); err != nil || got[fakeTP(0)] != 2 {
+		t.Errorf("offsets of c: %v, %v", got, err)
+	}
+}
