@@ -84,7 +84,9 @@ func TestAuditHandlerSeesCheckpoints(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfgPath, &out, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))) }()
+	go func() {
+		done <- run(ctx, cfgPath, &out, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	}()
 	defer func() {
 		cancel()
 		select {

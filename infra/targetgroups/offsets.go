@@ -87,6 +87,7 @@ func (c *Client) fetchOffsetsOneByOne(b *sarama.Broker, groups []string, out map
 	}
 	return errs, nil
 }
+
 // committedOffsets reads one group's offsets out of an OffsetFetch response
 // of any version.
 func committedOffsets(resp *sarama.OffsetFetchResponse, group string) (map[messages.TopicPartition]int64, error) {

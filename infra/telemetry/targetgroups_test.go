@@ -19,6 +19,7 @@ type fakeTarget struct{ describeErr error }
 func (f fakeTarget) Describe(_ context.Context, groups []string) (map[string]groupsync.TargetGroup, error) {
 	return nil, f.describeErr
 }
+
 // Offsets has two offsets for every group but "locked", which it may not read.
 func (fakeTarget) Offsets(_ context.Context, groups []string) (map[string]map[messages.TopicPartition]int64, map[string]error) {
 	out, failed := map[string]map[messages.TopicPartition]int64{}, map[string]error{}

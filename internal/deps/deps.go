@@ -5,14 +5,14 @@
 package deps
 
 import (
+	_ "github.com/IBM/sarama"
 	_ "github.com/ThreeDotsLabs/watermill"
 	_ "github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
-	_ "github.com/IBM/sarama"
+	_ "github.com/prometheus/client_golang/prometheus"
+	_ "github.com/twmb/franz-go/pkg/kfake"
 	_ "go.opentelemetry.io/otel"
-	_ "go.opentelemetry.io/otel/sdk/trace"
 	_ "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	_ "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	_ "github.com/twmb/franz-go/pkg/kfake"
-	_ "github.com/prometheus/client_golang/prometheus"
+	_ "go.opentelemetry.io/otel/sdk/trace"
 	_ "gopkg.in/yaml.v3"
 )
