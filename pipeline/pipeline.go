@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
@@ -310,9 +309,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 
 func (p *Pipeline) newRouter(name string, extra []message.HandlerMiddleware) (*message.Router, error) {
 	r, err := message.NewRouter(message.RouterConfig{CloseTimeout: 15 * time.Second},
-		watermill.NewSlogLoggerWithLevelMapping(p.logger.With("router", name), map[slog.Level]slog.Level{
-			slog.LevelInfo: slog.LevelDebug, // watermill's per-handler chatter is debug for us
-		}))
+		newRouterLogger(p.logger.With("router", name)))
 	if err != nil {
 		return nil, fmt.Errorf("%s router: %w", name, err)
 	}
