@@ -68,7 +68,7 @@ type OffsetSyncerConfig struct {
 // Defaults of OffsetSyncerConfig.
 const (
 	DefaultSyncBatchSize     = 500
-	DefaultCommitConcurrency = 16
+	DefaultCommitConcurrency = 64
 )
 
 // OffsetSyncer is the commit stage: it keeps the latest checkpoint of every

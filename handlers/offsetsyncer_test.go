@@ -424,7 +424,7 @@ func TestOffsetSyncerCommitsConcurrently(t *testing.T) {
 		want                int // commits in flight at once
 	}{
 		{name: "bounded by the workers", groups: 40, concurrency: 8, want: 8},
-		{name: "default workers", groups: 40, want: DefaultCommitConcurrency},
+		{name: "default workers", groups: DefaultCommitConcurrency + 10, want: DefaultCommitConcurrency},
 		{name: "fewer groups than workers", groups: 3, concurrency: 16, want: 3},
 		{name: "one worker", groups: 5, concurrency: 1, want: 1},
 	}

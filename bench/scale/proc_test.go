@@ -164,7 +164,12 @@ func startCheckpointd(t *testing.T, bin, dir string, props map[string]string) *c
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	c.cmd = exec.Command(bin, "run", "--config", cfgPath)
+	args := []string{"run", "--config", cfgPath}
+	if prof := os.Getenv("CHECKPOINTD_SCALE_CPUPROFILE"); prof != "" {
+		// A profile per start, named after the start's own folder.
+		args = append(args, "--cpuprofile", filepath.Join(prof, filepath.Base(dir)+".cpu.pprof"))
+	}
+	c.cmd = exec.Command(bin, args...)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	// checkpointd reads CHECKPOINTD_* as config: none of the harness's.
 	var env []string

@@ -16,7 +16,7 @@ import (
 // over one connection, 1.5 s over 4, 0.9 s over 8 and 0.8 s over 16. Each
 // commit waits at least group.coordinator.append.linger.ms (5 ms by
 // default) for its write; concurrent commits share that wait.
-const DefaultCommitConnections = 8
+const DefaultCommitConnections = 32
 
 // commitIdleTimeout: an idle commit connection unused for this long is
 // closed instead of used. Brokers close connections idle for
