@@ -80,20 +80,25 @@ func (c *Checkpointer) HandleSourceCommit(msg *message.Message) error {
 		}
 		return nil
 	}
-	rec, err := envelope.ToRecord(msg)
+	// A reader that replays or has fallen behind sends several records of a
+	// partition in one message (kafkalog.ReaderConfig.BatchBehind); they are
+	// applied in order, and the span of the message covers them all.
+	recs, err := envelope.Records(msg)
 	if err != nil {
 		return fmt.Errorf("source commit message: %w", err)
 	}
-	var value []byte
-	if !rec.Tombstone() {
-		value = rec.Value
+	for _, rec := range recs {
+		var value []byte
+		if !rec.Tombstone() {
+			value = rec.Value
+		}
+		or, err := messages.DecodeOffsetsRecord(rec.Key, value)
+		if err != nil {
+			c.malformed(rec, err)
+			continue
+		}
+		c.SourceCommit(msg.Context(), rec.Partition, or, rec.Timestamp)
 	}
-	or, err := messages.DecodeOffsetsRecord(rec.Key, value)
-	if err != nil {
-		c.malformed(rec, err)
-		return nil
-	}
-	c.SourceCommit(msg.Context(), rec.Partition, or, rec.Timestamp)
 	return nil
 }
 

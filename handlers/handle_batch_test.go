@@ -51,3 +51,42 @@ func TestCheckpointerHandlersTakeBatches(t *testing.T) {
 		t.Fatal("a damaged batch was accepted")
 	}
 }
+
+// The commit source may send several records of a partition in one message
+// (when replaying or behind): each commit is applied in order, a malformed
+// one is counted and skipped, and the later commit of a group wins.
+func TestHandleSourceCommitTakesBatches(t *testing.T) {
+	c, rec := newTestCheckpointer(t, ".*", ".*")
+	openGate(c)
+	c.ApplySync(context.Background(), syncOf(orders0, 0, 0))
+	commit := func(offset int64, group string, at int64) envelope.Record {
+		r := commitRec(group, orders0, at)
+		key, value := commitRecordBytes(t, r)
+		return envelope.Record{Topic: "__consumer_offsets", Partition: 0, Offset: offset, Key: key, Value: value}
+	}
+	batch := envelope.FromRecords([]envelope.Record{
+		commit(0, "g", 5),
+		{Topic: "__consumer_offsets", Partition: 0, Offset: 1, Key: []byte{0, 1, 0}, Value: []byte{1}}, // malformed: truncated key
+		commit(2, "h", 7),
+		commit(3, "g", 9),
+	})
+	if err := c.HandleSourceCommit(batch); err != nil {
+		t.Fatal(err)
+	}
+	wantCheckpoints(t, rec.take(), cp("g", 5, 1), cp("h", 7, 1))
+	if rec.malformed != 1 {
+		t.Errorf("malformed = %d, want 1", rec.malformed)
+	}
+	if last, ok := c.commits.Get("g", orders0); !ok || last.Offset != 9 {
+		t.Errorf("group g's commit %+v, want the batch's later one (9)", last)
+	}
+}
+
+func commitRecordBytes(t *testing.T, r messages.OffsetsRecord) (key, value []byte) {
+	t.Helper()
+	value, err := messages.EncodeOffsetCommitValue(3, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return messages.EncodeOffsetCommitKey(r.Group, r.TopicPartition), value
+}

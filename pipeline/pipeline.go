@@ -259,8 +259,9 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 		return err
 	}
 	newLeaseReader := func(suffix string) (message.Subscriber, error) {
+		// One checkpoint per message: the handlers take single records.
 		return p.shardedReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias,
-			p.cfg.GroupID+"-"+suffix, false)
+			p.cfg.GroupID+"-"+suffix, false, batching{})
 	}
 	if p.cfg.SyncGroupOffsets {
 		var onResult func(string, messages.TopicPartition, groupsync.Reason, time.Time, time.Time)

@@ -39,7 +39,8 @@ func (p *Pipeline) commitSource(ctx context.Context, groups filter.Matcher) (mes
 	p.logger.Info("commit source", "mode", mode, "cluster", p.cfg.SourceAlias)
 	switch mode {
 	case SourceOffsetsLog:
-		sub, err := p.shardedReader(config.SourceConsumer, p.cfg.Source.BootstrapServers, p.cfg.SourceAlias, p.cfg.GroupID, true)
+		sub, err := p.shardedReader(config.SourceConsumer, p.cfg.Source.BootstrapServers, p.cfg.SourceAlias, p.cfg.GroupID, true,
+			batching{records: commitSourceBatch, behind: commitSourceBatch})
 		if err != nil {
 			return nil, "", fmt.Errorf("__consumer_offsets reader: %w", err)
 		}
@@ -128,14 +129,29 @@ func (p *Pipeline) logReader(role config.Role, brokers []string, cluster string)
 // tailed record is never held back.
 const wholeTopicBatch = 500
 
-func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, group string, readCommitted bool) (message.Subscriber, error) {
+// commitSourceBatch is how many __consumer_offsets records one message may
+// carry while a partition replays at start or has fallen more than that
+// many records behind: then a commit costs a fraction of a Watermill
+// message, and the reader catches up instead of lagging further. A reader
+// that keeps up sends one record per message, so each live commit keeps a
+// `process` span of its own.
+const commitSourceBatch = 500
+
+// batching is the ReaderConfig.BatchRecords and BatchBehind of a reader;
+// the zero value sends one record per message.
+type batching struct {
+	records int
+	behind  int64
+}
+
+func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, group string, readCommitted bool, batch batching) (message.Subscriber, error) {
 	cfg, err := p.cfg.SaramaConfig(role)
 	if err != nil {
 		return nil, err
 	}
 	return kafkalog.NewShardedReader(kafkalog.ShardedReaderConfig{
 		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger,
-			ReadCommitted: readCommitted, Hooks: p.readerHooks()},
+			ReadCommitted: readCommitted, Hooks: p.readerHooks(), BatchRecords: batch.records, BatchBehind: batch.behind},
 		GroupID: group,
 		// Cooperative: a member joining or leaving moves only the partitions
 		// that change owner, so the others need not replay theirs. Chosen

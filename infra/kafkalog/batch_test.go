@@ -234,3 +234,116 @@ func brief(offsets []int64) string {
 	}
 	return fmt.Sprint(offsets)
 }
+
+// TestReaderBatchesOnlyWhenBehind checks ReaderConfig.BatchBehind: the
+// replay comes in batches; once caught up, a reader that keeps up gets one
+// record per message, and one that fell behind catches up in batches; every
+// record arrives once, in order.
+func TestReaderBatchesOnlyWhenBehind(t *testing.T) {
+	t.Parallel()
+	c := kafkatest.Shared(t).Source
+	topic := kafkatest.UniqueName(t, "behind")
+	c.CreateTopic(t, topic, 1, nil)
+	c.Produce(t, topic, 0, 500)
+
+	reader, _ := newLogReader(t, c, func(cfg *kafkalog.ReaderConfig) {
+		cfg.BatchRecords = 64
+		cfg.BatchBehind = 100
+	})
+	type delivery struct {
+		phase string
+		size  int
+	}
+	var (
+		mu       sync.Mutex
+		phase    = "replay"
+		sizes    []delivery
+		offsets  []int64
+		caughtUp = make(chan struct{})
+		gate     = make(chan struct{}) // closed: the consumer runs
+	)
+	close(gate)
+	setPhase := func(p string, g chan struct{}) {
+		mu.Lock()
+		phase, gate = p, g
+		mu.Unlock()
+	}
+	ch := subscribe(t, reader, topic)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for msg := range ch {
+			mu.Lock()
+			g := gate
+			mu.Unlock()
+			<-g
+			if ctl, _, _, ok := envelope.ControlOf(msg); ok {
+				if ctl == envelope.CaughtUp {
+					close(caughtUp)
+				}
+				msg.Ack()
+				continue
+			}
+			recs, err := envelope.Records(msg)
+			if err != nil {
+				t.Errorf("message %s: %v", msg.UUID, err)
+			}
+			mu.Lock()
+			sizes = append(sizes, delivery{phase, len(recs)})
+			for _, r := range recs {
+				offsets = append(offsets, r.Offset)
+			}
+			mu.Unlock()
+			msg.Ack()
+		}
+	}()
+	seenAll := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(wait)
+		for {
+			mu.Lock()
+			got := len(offsets)
+			mu.Unlock()
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("saw %d records, want %d", got, n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	<-caughtUp
+	seenAll(500)
+
+	setPhase("keeping up", gate)
+	for i := range 10 {
+		c.Produce(t, topic, 0, 1)
+		seenAll(501 + i)
+	}
+	c.Produce(t, topic, 0, 50) // fetched together, but less than 100 behind
+	seenAll(560)
+
+	held := make(chan struct{})
+	setPhase("behind", held)
+	c.Produce(t, topic, 0, 2000)
+	time.Sleep(500 * time.Millisecond) // let the consumer fetch and see the high watermark
+	close(held)
+	seenAll(2560)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(offsets, upTo(2560)) {
+		t.Errorf("offsets %v, want 0..2559 once each in order", brief(offsets))
+	}
+	largest := map[string]int{}
+	for _, d := range sizes {
+		largest[d.phase] = max(largest[d.phase], d.size)
+	}
+	if largest["replay"] < 2 || largest["keeping up"] != 1 || largest["behind"] < 2 || largest["behind"] > 64 {
+		t.Errorf("largest message per phase %v: want batches while replaying and behind (at most 64), single records while keeping up", largest)
+	}
+	t.Logf("largest message per phase: %v", largest)
+	_ = reader.Close()
+	<-done
+}

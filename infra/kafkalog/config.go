@@ -61,6 +61,13 @@ type ReaderConfig struct {
 	// context) still go one per message, and a message never spans the end
 	// offset CaughtUp waits for. 0 or 1: one record per message.
 	BatchRecords int
+	// BatchBehind > 0 limits BatchRecords, once a partition has caught up,
+	// to the times it is more than that many records behind its high
+	// watermark: a reader that keeps up delivers one record per message
+	// (one trace span per record), and one that fell behind catches up in
+	// batches. During the replay before CaughtUp it always batches. 0:
+	// BatchRecords applies throughout.
+	BatchBehind int64
 	// ProbeInterval is how long a partition that has not caught up may stay
 	// idle before the reader asks the broker whether anything deliverable is
 	// left below the end offset. A partition that ends in transaction markers

@@ -94,7 +94,7 @@ func (r *partitionReader) read(ctx context.Context, src source, stopAt int64) (o
 // one: the message ends where a record-by-record reader would stop to say
 // CaughtUp or reach stopAt, and a record with headers goes on its own.
 func (r *partitionReader) deliverFrom(ctx context.Context, m *sarama.ConsumerMessage, src source, stopAt int64) error {
-	if r.cfg.BatchRecords <= 1 || len(m.Headers) > 0 {
+	if r.cfg.BatchRecords <= 1 || len(m.Headers) > 0 || !r.batching(m, src) {
 		return r.deliverRecord(ctx, m, src.hwm)
 	}
 	batch := r.batch[:0]
@@ -124,6 +124,14 @@ func (r *partitionReader) deliverFrom(ctx context.Context, m *sarama.ConsumerMes
 		return err
 	}
 	return r.deliverRecord(ctx, single, src.hwm)
+}
+
+// batching reports whether m may start a batch (ReaderConfig.BatchBehind).
+func (r *partitionReader) batching(m *sarama.ConsumerMessage, src source) bool {
+	if r.cfg.BatchBehind <= 0 || !r.caughtUp || src.hwm == nil {
+		return true
+	}
+	return src.hwm()-m.Offset > r.cfg.BatchBehind
 }
 
 // fetched returns the next record at or after offset next that msgs holds
