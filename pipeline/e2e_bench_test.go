@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -68,7 +67,7 @@ func TestE2EDelay(t *testing.T) {
 	}
 	began := time.Now()
 	bed := kafkatest.Shared(t)
-	out := openBenchFile(t)
+	out := kafkatest.BenchOut(t, "bench-e2e.txt")
 	fmt.Fprintf(out, "\n# %s  end-to-end delay, source commit -> target group offset; Kafka %s, %s, %d CPUs\n",
 		time.Now().UTC().Format(time.RFC3339), kafkatest.KafkaVersion, runtime.Version(), runtime.NumCPU())
 	fmt.Fprintf(out, "# %d groups x %d partitions x %d commits over %s, one partition per commit, offset.lag.max=0, target polled every %s\n",
@@ -877,32 +876,4 @@ func logMM2Problems(t *testing.T, m *kafkatest.MM2) {
 	for _, line := range bad[:min(len(bad), 15)] {
 		t.Log(line)
 	}
-}
-
-// openBenchFile opens bin/bench-e2e.txt at the module root for appending.
-func openBenchFile(t *testing.T) *os.File {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "bin", "bench-e2e.txt"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
-	return f
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -111,7 +110,7 @@ func TestReadyTime(t *testing.T) {
 	}
 	cfg := loadConfig(t, writeConfig(t, "checkpointd.yaml", props))
 
-	out := openBenchOut(t, "bench-ready.txt")
+	out := kafkatest.BenchOut(t, "bench-ready.txt")
 	fmt.Fprintf(out, "\n# %s  time to ready; Kafka %s, %s, %d CPUs; %d offset syncs over %d partitions, %d checkpoints\n",
 		time.Now().UTC().Format(time.RFC3339), kafkatest.KafkaVersion, runtime.Version(), runtime.NumCPU(),
 		readySyncs, readyTopics*readyPartitions, readyCheckpoints)
@@ -283,32 +282,4 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// openBenchOut opens bin/<name> at the repository root for appending.
-func openBenchOut(t *testing.T, name string) *os.File {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "bin", name), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
-	return f
 }

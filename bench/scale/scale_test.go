@@ -114,7 +114,7 @@ func TestScale(t *testing.T) {
 			}
 		}
 	}
-	root := moduleRoot(t)
+	root := kafkatest.ModuleRoot(t)
 	outDir := filepath.Join(root, "bench", "results")
 	if v := os.Getenv(outEnv); v != "" {
 		outDir = v
@@ -551,24 +551,6 @@ func treeState(root string) string {
 		state += " with uncommitted changes to Go files"
 	}
 	return state
-}
-
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
 }
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
