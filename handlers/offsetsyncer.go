@@ -455,18 +455,7 @@ func topicsOfAll(ws []work) []string {
 	return out
 }
 
-func topicsOf(w work) []string {
-	seen := make(map[string]struct{})
-	var out []string
-	for tp := range w.checkpoints {
-		if _, ok := seen[tp.Topic]; !ok {
-			seen[tp.Topic] = struct{}{}
-			out = append(out, tp.Topic)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
+func topicsOf(w work) []string { return topicsOfAll([]work{w}) }
 
 // settled reports whether a partition needs no further attempt for the
 // checkpoint that was tried: it was written, or the target is already there.
