@@ -19,17 +19,23 @@ func recordMessage(ctx context.Context, m *sarama.ConsumerMessage) *message.Mess
 			headers[string(h.Key)] = string(h.Value)
 		}
 	}
-	msg := envelope.FromRecord(envelope.Record{
+	rec := envelopeRecord(m)
+	rec.Headers = headers
+	msg := envelope.FromRecord(rec)
+	msg.SetContext(ctx)
+	return msg
+}
+
+// envelopeRecord is m without its headers.
+func envelopeRecord(m *sarama.ConsumerMessage) envelope.Record {
+	return envelope.Record{
 		Topic:     m.Topic,
 		Partition: m.Partition,
 		Offset:    m.Offset,
 		Timestamp: m.Timestamp,
 		Key:       m.Key,
 		Value:     m.Value,
-		Headers:   headers,
-	})
-	msg.SetContext(ctx)
-	return msg
+	}
 }
 
 // recordsMessage turns consecutive records of one partition, none with
@@ -38,14 +44,7 @@ func recordMessage(ctx context.Context, m *sarama.ConsumerMessage) *message.Mess
 func recordsMessage(ctx context.Context, ms []*sarama.ConsumerMessage, recs *[]envelope.Record) *message.Message {
 	rs := (*recs)[:0]
 	for _, m := range ms {
-		rs = append(rs, envelope.Record{
-			Topic:     m.Topic,
-			Partition: m.Partition,
-			Offset:    m.Offset,
-			Timestamp: m.Timestamp,
-			Key:       m.Key,
-			Value:     m.Value,
-		})
+		rs = append(rs, envelopeRecord(m))
 	}
 	msg := envelope.FromRecords(rs)
 	clear(rs)
