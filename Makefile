@@ -13,7 +13,8 @@ FUZZ_TARGETS := \
 	./handlers/translate:FuzzIndex \
 	./handlers/filter:FuzzNew \
 	./infra/config:FuzzParseJAAS \
-	./infra/config:FuzzParseProperties
+	./infra/config:FuzzParseProperties \
+	./infra/config:FuzzProviderRefs
 
 .PHONY: build vet jars jaeger test unit fuzz bench bench-e2e bench-ready bench-scale demo clean
 

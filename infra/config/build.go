@@ -102,10 +102,12 @@ func (r *reader) millis(key string, lo int64, what string) time.Duration {
 }
 
 // build reads and validates every setting into a Config.
-func build(s settings, rep *Report) *Config {
-	r := &reader{s: s, rep: rep, skip: checkFreeTextPlaceholders(s, kindOf, rep)}
+// Keys in bad were reported already (config provider references that could not be
+// resolved); provided are the keys resolved from config providers.
+func build(s settings, rep *Report, bad map[string]bool, provided resolved) *Config {
+	r := &reader{s: s, rep: rep, skip: checkFreeTextPlaceholders(s, kindOf, rep, bad, provided)}
 	checkKeys(s, rep)
-	c := &Config{Raw: s.values(), origins: map[string]string{}}
+	c := &Config{Raw: s.values(), origins: map[string]string{}, provided: provided}
 	for k, v := range s {
 		c.origins[k] = v.origin
 	}
@@ -340,8 +342,8 @@ func checkKeys(s settings, rep *Report) {
 
 // checkKey warns about one key checkpointd does not read, saying why.
 func checkKey(k string, rep *Report) {
-	if _, ok := specOf(k); ok {
-		return
+	if _, ok := specOf(k); ok || isProviderKey(k) {
+		return // config.providers.* are checked as the providers are built
 	}
 	if why, ok := ignoredReason(k); ok {
 		rep.warn(k, "", "ignored by checkpointd: %s", why)

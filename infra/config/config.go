@@ -61,7 +61,8 @@ type Config struct {
 	// mapping it onto connector keys), as given. It includes secrets: print Effective.
 	Raw map[string]string
 
-	origins map[string]string // where each Raw key came from
+	origins  map[string]string   // where each Raw key came from
+	provided map[string][]string // config provider references each Raw key was resolved from
 }
 
 // ClusterConfig is one cluster's connection.
@@ -117,7 +118,8 @@ func load(props map[string]string, origin string, sets, env []string) (*Config, 
 		s = mapped
 	}
 	s.apply(after)
-	cfg := build(s, rep)
+	res, bad := resolveProviders(s, env, rep)
+	cfg := build(s, rep, bad, res)
 	return cfg, rep, rep.Err()
 }
 

@@ -133,7 +133,7 @@ func TestPlaceholdersElsewhere(t *testing.T) {
 		t.Fatal("accepted")
 	}
 	wantProblem := map[string]string{
-		"source.cluster.sasl.jaas.config":  "placeholder ${file:/secrets.properties:jaas}",
+		"source.cluster.sasl.jaas.config":  `${file:/secrets.properties:jaas} refers to config provider "file", which config.providers does not declare`,
 		"target.cluster.security.protocol": "placeholder SECURITY_PROTOCOL",
 	}
 	for key, msg := range wantProblem {
@@ -190,7 +190,7 @@ func TestDefaults(t *testing.T) {
 	}
 	got := *cfg
 	got.Source, got.Target, got.Raw, got.origins, got.Policy, got.KafkaVersion = ClusterConfig{}, ClusterConfig{}, nil, nil, nil, want.KafkaVersion
-	got.GroupFilter, got.TopicFilter, got.SourceAlias, got.TargetAlias = nil, nil, "", ""
+	got.GroupFilter, got.TopicFilter, got.SourceAlias, got.TargetAlias, got.provided = nil, nil, "", "", nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", got, want)
 	}

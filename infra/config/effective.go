@@ -3,6 +3,7 @@ package config
 import (
 	"maps"
 	"slices"
+	"strings"
 )
 
 // KeyValue is one property of the effective configuration.
@@ -15,7 +16,8 @@ type KeyValue struct {
 
 // Effective lists the configuration as checkpointd uses it, sorted by key: every
 // property given, after overrides, and every connector key left at its default. Secret
-// values (passwords, secrets, tokens, sasl.jaas.config, private keys) are redacted.
+// values (passwords, secrets, tokens, sasl.jaas.config, private keys) are redacted. A
+// value taken from a config provider names its references in Origin.
 func (c *Config) Effective() []KeyValue {
 	values := maps.Clone(c.Raw)
 	origins := maps.Clone(c.origins)
@@ -39,7 +41,11 @@ func (c *Config) Effective() []KeyValue {
 		if isSecret(k) && v != "" {
 			v = Redacted
 		}
-		out = append(out, KeyValue{Key: k, Value: v, Origin: cmpOr(origins[k], "default")})
+		origin := cmpOr(origins[k], "default")
+		if refs := c.provided[k]; len(refs) > 0 {
+			origin += " via " + strings.Join(refs, ", ")
+		}
+		out = append(out, KeyValue{Key: k, Value: v, Origin: origin})
 	}
 	return out
 }

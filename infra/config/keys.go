@@ -128,7 +128,6 @@ var ignoredPrefixes = []struct{ prefix, why string }{
 	{"transforms", "checkpointd applies no single message transforms"},
 	{"predicates", "checkpointd applies no single message transforms"},
 	{"errors.", "a Connect error-handling setting"},
-	{"config.providers", "checkpointd does not run config providers: put the value itself in the file, the environment or --set"},
 	{"emit.heartbeats.", "MirrorHeartbeatConnector's"},
 	{"sync.topic.", "MirrorSourceConnector's"},
 	{"offset.storage.", "an MM2 driver (Connect worker) setting"},
