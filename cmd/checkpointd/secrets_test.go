@@ -15,7 +15,8 @@ import (
 )
 
 // TestValidateNeverPrintsSecrets: the effective config and every warning or
-// problem are printed with secrets redacted, valid config or not.
+// problem are printed with secrets redacted, valid config or not, and so are
+// the values of unknown and misspelled keys whose names look secret.
 func TestValidateNeverPrintsSecrets(t *testing.T) {
 	const secret = "s3cr3t-Value"
 	cases := map[string]string{
@@ -28,6 +29,9 @@ source.cluster.sasl.mechanism: "PLAIN"
 source.cluster.sasl.jaas.config: 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="` + secret + `";'
 target.admin.ssl.key.password: "` + secret + `"
 source.consumer.some.token: "` + secret + `"
+source.cluster.sasl.jaas.confg: 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="` + secret + `";'
+source.admin.basic.auth.user.info: "u:` + secret + `"
+target.producer.ssl.keystore.pasword: "` + secret + `"
 `,
 		"invalid": `source.cluster.alias: "a"
 source.cluster.bootstrap.servers: "a:9092"

@@ -558,3 +558,83 @@ func TestUnknownEnvironmentVariableIsNamed(t *testing.T) {
 		t.Errorf("warnings %v", rep.Warnings)
 	}
 }
+
+func TestIsSecret(t *testing.T) {
+	cases := []struct {
+		key    string
+		secret bool
+	}{
+		{"source.cluster.sasl.jaas.config", true},
+		{"source.cluster.sasl.jaas.confg", true}, // misspelled: still a JAAS config
+		{"source.cluster.sasl.jass.config", true},
+		{"source.cluster.sasl.mechanism", false},
+		{"target.admin.ssl.key.password", true},
+		{"target.admin.ssl.keystore.pasword", true},
+		{"target.admin.ssl.keystore.passowrd", true},
+		{"source.cluster.ssl.keystore.key", true},
+		{"source.cluster.ssl.keystore.kye", false},
+		{"source.admin.basic.auth.user.info", true},
+		{"schema.registry.basic.auth.userinfo", true},
+		{"source.consumer.some.token", true},
+		{"sasl.oauthbearer.client.secret", true},
+		{"producer.api.key", true},
+		{"producer.apikey", true},
+		{"producer.api-keys", true},
+		{"aws.secret.access.key", true},
+		{"cloud.private_key", true},
+		{"target.cluster.ssl.truststore.passwd", true},
+		{"google.credentials.json", true},
+		{"source.cluster.ssl.keystore.location", false},
+		{"source.cluster.ssl.keystore.type", false},
+		{"ssl.keymanager.algorithm", false},
+		{"key.converter", false},
+		{"source.consumer.key.deserializer", false},
+		{"value.serializer", false},
+		{"source.cluster.bootstrap.servers", false},
+		{"groups", false},
+		{"groups.exclude", false},
+		{"tasks.max", false},
+		{"name", false},
+		{"enabled", false},
+		{"source.cluster.alias", false},
+		{"sync.group.offsets.interval.seconds", false},
+		{"replication.policy.separator", false},
+	}
+	for _, tc := range cases {
+		if got := isSecret(tc.key); got != tc.secret {
+			t.Errorf("isSecret(%q) = %v, want %v", tc.key, got, tc.secret)
+		}
+	}
+}
+
+// TestMisspelledSecretsRedacted: a key checkpointd does not know is warned about, and
+// its value is redacted in the warning and in the effective configuration when its
+// name looks secret.
+func TestMisspelledSecretsRedacted(t *testing.T) {
+	const secret = "pl4nted-S3cret"
+	keys := []string{"source.cluster.sasl.jaas.confg", "source.admin.basic.auth.user.info", "target.consumer.sasl.oauthbearer.client.secret", "source.cluster.ssl.keystore.kee"}
+	props := base()
+	for _, k := range keys {
+		props[k] = secret
+	}
+	cfg, rep, err := FromProperties(props, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, w := range rep.Warnings {
+		all = append(all, w.String())
+	}
+	for _, kv := range cfg.Effective() {
+		all = append(all, kv.Key+"="+kv.Value)
+	}
+	text := strings.Join(all, "\n")
+	for _, k := range keys[:3] {
+		if !strings.Contains(text, k+"="+Redacted) {
+			t.Errorf("%s not shown redacted:\n%s", k, text)
+		}
+	}
+	if strings.Count(text, secret) != 1 || !strings.Contains(text, "source.cluster.ssl.keystore.kee="+secret) {
+		t.Errorf("want only the non-secret-looking key shown in full:\n%s", text)
+	}
+}

@@ -156,13 +156,53 @@ func ignoredReason(key string) (string, bool) {
 	return "", false
 }
 
-// isSecret reports keys whose values are never printed: passwords, secrets, tokens,
-// JAAS configurations and private key material.
+// isSecret reports keys whose values are never printed, known keys or not (a misspelled
+// source.cluster.sasl.jaas.confg holds a password all the same): names containing
+// password, passwd, secret, token, jaas, credential or user.info (basic.auth.user.info
+// is user:password), words that are near misspellings of password, secret or jaas,
+// and names with a word ending in "key" (ssl.keystore.key,
+// api.key, apikey, private-key), except Kafka's key.converter, key.serializer and
+// key.deserializer.
 func isSecret(key string) bool {
 	k := strings.ToLower(key)
-	return strings.Contains(k, "password") || strings.Contains(k, "secret") || strings.Contains(k, "token") ||
-		strings.HasSuffix(k, "sasl.jaas.config") || strings.HasSuffix(k, ".key") || strings.HasSuffix(k, "credentials")
+	for _, w := range secretWords {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	words := strings.FieldsFunc(k, func(r rune) bool { return r == '.' || r == '-' || r == '_' })
+	for i, w := range words {
+		if nearSecretWord(w) {
+			return true
+		}
+		if !strings.HasSuffix(w, "key") && !strings.HasSuffix(w, "keys") {
+			continue
+		}
+		if i+1 < len(words) && notSecretAfterKey[words[i+1]] {
+			continue
+		}
+		return true
+	}
+	return false
 }
+
+// nearSecretWord catches misspellings of the secret words (pasword, secert, jass).
+func nearSecretWord(w string) bool {
+	for _, near := range []struct {
+		word string
+		dist int
+	}{{"password", 2}, {"secret", 1}, {"jaas", 1}} {
+		if len(w) >= len(near.word)-near.dist && editDistance(w, near.word) <= near.dist {
+			return true
+		}
+	}
+	return false
+}
+
+var secretWords = []string{"password", "passwd", "secret", "token", "jaas", "credential", "user.info", "userinfo"}
+
+// notSecretAfterKey are the words after "key" in Kafka keys that name no secret.
+var notSecretAfterKey = map[string]bool{"converter": true, "serializer": true, "deserializer": true}
 
 // Redacted is printed instead of a secret's value.
 const Redacted = "[redacted]"
