@@ -14,7 +14,8 @@ FUZZ_TARGETS := \
 	./handlers/filter:FuzzNew \
 	./infra/config:FuzzParseJAAS \
 	./infra/config:FuzzParseProperties \
-	./infra/config:FuzzProviderRefs
+	./infra/config:FuzzProviderRefs \
+	./infra/config:FuzzStores
 
 .PHONY: build vet jars jaeger test unit fuzz bench bench-e2e bench-ready bench-scale demo clean
 

@@ -314,7 +314,7 @@ func TestInvalidValuesNameKeyValueAndAllowed(t *testing.T) {
 		{"kafka version", with("checkpointd.kafka.version", "four"), "checkpointd.kafka.version", []string{"Kafka version"}},
 		{"kafka version too old", with("checkpointd.kafka.version", "2.3.0"), "checkpointd.kafka.version", []string{"from 2.4.0"}},
 		{"security protocol", with("source.cluster.security.protocol", "TLS"), "source.cluster.security.protocol", []string{`"TLS"`, "PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"}},
-		{"jks truststore", with("target.cluster.security.protocol", "SSL", "target.cluster.ssl.truststore.type", "JKS"), "target.cluster.ssl.truststore.type", []string{"PEM", "keytool"}},
+		{"store type", with("target.cluster.security.protocol", "SSL", "target.cluster.ssl.truststore.type", "BKS"), "target.cluster.ssl.truststore.type", []string{"BKS", "want JKS, PKCS12 or PEM"}},
 		{"kerberos", with("source.cluster.security.protocol", "SASL_SSL", "source.cluster.sasl.mechanism", "GSSAPI"), "source.cluster.sasl.mechanism", []string{"GSSAPI", "not supported"}},
 		{"kerberos by default", with("source.cluster.security.protocol", "SASL_PLAINTEXT"), "source.cluster.security.protocol", []string{"Kafka's default mechanism"}},
 		{"oauth", with("source.cluster.security.protocol", "SASL_SSL", "source.cluster.sasl.mechanism", "OAUTHBEARER"), "source.cluster.sasl.mechanism", []string{"OAUTHBEARER is not supported"}},

@@ -25,7 +25,7 @@ func (e *clientError) Error() string { return newIssue(e.key, e.value, "%s", e.m
 //	client.id                        prefixes MM2's id: [client.id|]source->target|name|role
 //	client.rack                      RackID
 //	security.protocol                PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
-//	ssl.*                            TLS from PEM only (see tlsConfig)
+//	ssl.*                            TLS from JKS, PKCS12 or PEM stores (see tlsConfig)
 //	sasl.mechanism, sasl.jaas.config PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
 //	request.timeout.ms               Net.ReadTimeout
 //	socket.connection.setup.timeout.ms Net.DialTimeout
