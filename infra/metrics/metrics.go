@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	wmetrics "github.com/ThreeDotsLabs/watermill/components/metrics"
-	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -84,6 +82,7 @@ type Metrics struct {
 	readerOffset *prometheus.GaugeVec
 
 	gauges map[string]prometheus.Collector // GaugeFunc collectors by name
+	router *routerMetrics
 
 	mu sync.Mutex
 	// committedAt remembers, per (group, target partition), when the source
@@ -109,7 +108,8 @@ func New(cfg Config) *Metrics {
 		cfg.LatencyBuckets = DefaultLatencyBuckets
 	}
 	flow := prometheus.Labels{"source": cfg.Source, "target": cfg.Target}
-	m := &Metrics{cfg: cfg, reg: cfg.Registry, gauges: make(map[string]prometheus.Collector), committedAt: make(map[groupTP]time.Time)}
+	m := &Metrics{cfg: cfg, reg: cfg.Registry, gauges: make(map[string]prometheus.Collector), committedAt: make(map[groupTP]time.Time),
+		router: newRouterMetrics(cfg.Registry)}
 	m.emitted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "checkpoints_emitted_total", ConstLabels: flow,
 		Help: "Checkpoints decided and queued for the target's checkpoints topic.",
@@ -262,11 +262,4 @@ func (m *Metrics) registerFunc(name string, c prometheus.Collector) {
 	}
 	m.reg.MustRegister(c)
 	m.gauges[name] = c
-}
-
-// AddRouter adds Watermill's router metrics to r (handler execution time,
-// publish time, messages received, labelled by handler; handler names are
-// unique over both routers). Call it before the router runs.
-func (m *Metrics) AddRouter(r *message.Router) {
-	wmetrics.NewPrometheusMetricsBuilder(m.reg, Namespace, "router").AddPrometheusRouterMetrics(r)
 }
