@@ -326,8 +326,7 @@ func (c *Checkpointer) SourceCommit(ctx context.Context, p int32, rec messages.O
 	sh.groups[rec.Group] = struct{}{}
 	c.groupShard[rec.Group] = p
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.SetAttributes(GroupKey.String(rec.Group), UpstreamTopicKey.String(rec.TopicPartition.Topic),
-			PartitionKey.Int(int(rec.TopicPartition.Partition)), UpstreamOffsetKey.Int64(rec.Offset))
+		annotateCommit(span, &rec)
 	}
 	// A commit is decided now (or after the replay): a refresh queued
 	// by an earlier sync has nothing left to do.
@@ -351,6 +350,15 @@ func (c *Checkpointer) SourceCommit(ctx context.Context, p int32, rec messages.O
 		c.undecided[groupPartition{rec.Group, rec.TopicPartition}] = span.SpanContext()
 		c.tracer = span.TracerProvider()
 	}
+}
+
+// annotateCommit puts rec on the span of the message that carried it; out
+// of line to keep SourceCommit's frame small (see addDecisionEvent).
+//
+//go:noinline
+func annotateCommit(span trace.Span, rec *messages.OffsetsRecord) {
+	span.SetAttributes(GroupKey.String(rec.Group), UpstreamTopicKey.String(rec.TopicPartition.Topic),
+		PartitionKey.Int(int(rec.TopicPartition.Partition)), UpstreamOffsetKey.Int64(rec.Offset))
 }
 
 func (c *Checkpointer) isLive(group string) bool {

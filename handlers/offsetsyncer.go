@@ -154,9 +154,7 @@ func (s *OffsetSyncer) HandleCheckpoint(msg *message.Message) error {
 		return nil
 	}
 	if span := trace.SpanFromContext(msg.Context()); span.IsRecording() {
-		span.SetAttributes(GroupKey.String(cp.Group), DownstreamTopicKey.String(cp.TopicPartition.Topic),
-			PartitionKey.Int(int(cp.TopicPartition.Partition)),
-			UpstreamOffsetKey.Int64(cp.UpstreamOffset), DownstreamOffsetKey.Int64(cp.DownstreamOffset))
+		annotateCheckpoint(span, cp)
 	}
 	pc := pendingCheckpoint{
 		Checkpoint: groupsync.Checkpoint{Downstream: cp.DownstreamOffset, Metadata: cp.Metadata},
@@ -183,6 +181,16 @@ func (s *OffsetSyncer) HandleCheckpoint(msg *message.Message) error {
 		s.poke()
 	}
 	return nil
+}
+
+// annotateCheckpoint puts cp on the span of the message that carried it;
+// out of line to keep HandleCheckpoint's frame small (see addDecisionEvent).
+//
+//go:noinline
+func annotateCheckpoint(span trace.Span, cp messages.Checkpoint) {
+	span.SetAttributes(GroupKey.String(cp.Group), DownstreamTopicKey.String(cp.TopicPartition.Topic),
+		PartitionKey.Int(int(cp.TopicPartition.Partition)),
+		UpstreamOffsetKey.Int64(cp.UpstreamOffset), DownstreamOffsetKey.Int64(cp.DownstreamOffset))
 }
 
 func (s *OffsetSyncer) poke() {

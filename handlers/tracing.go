@@ -71,10 +71,18 @@ func WithCommitLinks(ctx context.Context, links []trace.Link) context.Context {
 // recordDecision adds a DecisionEvent to the span in ctx. It costs a branch
 // when the span is not recording (tracing off or not sampled).
 func recordDecision(ctx context.Context, group string, tp, renamed messages.TopicPartition, decision, reason string, upstream, downstream int64) {
-	span := trace.SpanFromContext(ctx)
-	if !span.IsRecording() {
-		return
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		addDecisionEvent(span, group, tp, renamed, decision, reason, upstream, downstream)
 	}
+}
+
+// addDecisionEvent is recordDecision's recording half, out of line: its
+// attribute array makes a frame big enough that, inlined, it grew the stack
+// of every Watermill handler goroutine (one per message) even with tracing
+// off.
+//
+//go:noinline
+func addDecisionEvent(span trace.Span, group string, tp, renamed messages.TopicPartition, decision, reason string, upstream, downstream int64) {
 	attrs := []attribute.KeyValue{
 		DecisionKey.String(decision),
 		GroupKey.String(group),
