@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // MM2's defaults (Kafka 4.x; 3.x excluded topics with `.*[\-\.]internal, .*\.replica, __.*`).
@@ -28,11 +29,22 @@ type Matcher interface {
 	Match(name string) bool
 }
 
-// Filter is MM2's include/exclude filter.
+// Filter is MM2's include/exclude filter. It is safe for concurrent use.
 type Filter struct {
 	include *List
 	exclude *List
+
+	// verdicts remembers Match's answers: every commit record is matched
+	// against the group filter, and a Java-style regex costs far more than
+	// a map lookup. At most memoLimit names are kept, so a cluster with
+	// ever-new group names (console consumers) cannot grow it unbounded.
+	mu       sync.RWMutex
+	verdicts map[string]bool
 }
+
+// memoLimit bounds Filter's verdict cache; names past it are matched every
+// time.
+const memoLimit = 1 << 16
 
 var (
 	_ Matcher = (*Filter)(nil)
@@ -50,12 +62,24 @@ func New(include, exclude string) (*Filter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exclude list: %w", err)
 	}
-	return &Filter{include: in, exclude: ex}, nil
+	return &Filter{include: in, exclude: ex, verdicts: make(map[string]bool)}, nil
 }
 
 // Match reports whether name is included and not excluded.
 func (f *Filter) Match(name string) bool {
-	return f.include.Match(name) && !f.exclude.Match(name)
+	f.mu.RLock()
+	ok, known := f.verdicts[name]
+	f.mu.RUnlock()
+	if known {
+		return ok
+	}
+	ok = f.include.Match(name) && !f.exclude.Match(name)
+	f.mu.Lock()
+	if len(f.verdicts) < memoLimit {
+		f.verdicts[name] = ok
+	}
+	f.mu.Unlock()
+	return ok
 }
 
 // List is one comma-separated list of Java regexes, matched as MM2 matches it.

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -201,5 +202,37 @@ func TestSplitList(t *testing.T) {
 		if strings.Join(got, "\x00") != strings.Join(tt.want, "\x00") || len(got) != len(tt.want) {
 			t.Errorf("splitList(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestFilterMemo: answers from the verdict cache equal fresh ones, and the
+// cache stops growing at memoLimit while names past it are still matched.
+func TestFilterMemo(t *testing.T) {
+	f, err := New("g-.*, orders", "g-skip-.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]bool{"g-1": true, "orders": true, "g-skip-1": false, "other": false, "": false}
+	for round := 0; round < 2; round++ { // the second round is served from the cache
+		for name, want := range cases {
+			if got := f.Match(name); got != want {
+				t.Errorf("round %d: Match(%q) = %v, want %v", round, name, got, want)
+			}
+		}
+	}
+	for i := 0; len(f.verdicts) < memoLimit; i++ {
+		f.Match(fmt.Sprintf("fill-%d", i))
+	}
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("g-late-%d", i)
+		if !f.Match(name) || !f.Match(name) {
+			t.Errorf("Match(%q) = false past the cache limit", name)
+		}
+		if f.Match("g-skip-late") {
+			t.Error("Match(g-skip-late) = true past the cache limit")
+		}
+	}
+	if len(f.verdicts) != memoLimit {
+		t.Errorf("cache holds %d names, want at most %d", len(f.verdicts), memoLimit)
 	}
 }
