@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -146,8 +147,9 @@ func freeAddr(t *testing.T) string {
 
 // startCheckpointd writes the config (connector keys, as a managed Connect
 // service hands them out, plus checkpointd's own) and runs the binary.
-func startCheckpointd(t *testing.T, bin, dir string, props map[string]string) *cpd {
+func startCheckpointd(t *testing.T, bin, dir string, props, extra map[string]string) *cpd {
 	t.Helper()
+	maps.Copy(props, extra)
 	c := &cpd{addr: freeAddr(t), logPath: filepath.Join(dir, "checkpointd.log"), done: make(chan struct{})}
 	props["checkpointd.metrics.address"] = c.addr
 	props["checkpointd.health.address"] = c.addr

@@ -35,6 +35,7 @@ const (
 	timeEnv      = "CHECKPOINTD_SCALE_TIME"      // factor on load durations, e.g. 0.25
 	systemsEnv   = "CHECKPOINTD_SCALE_SYSTEMS"   // "checkpointd,mm2" (default both)
 	outEnv       = "CHECKPOINTD_SCALE_OUT"       // results dir; default bench/results
+	extraEnv     = "CHECKPOINTD_SCALE_PROPS"     // extra checkpointd properties, "k=v,k=v"
 )
 
 // scenario is one load shape, run once per system.
@@ -293,7 +294,7 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 			"checkpointd.commit.source":            "offsets-log",
 			"checkpointd.metrics.group.labels":     "false",
 			"checkpointd.log.level":                "warn",
-		})
+		}, extraProps(t))
 		pid = c.pid()
 		if err := c.waitReady(3 * time.Minute); err != nil {
 			t.Fatal(err)
@@ -586,3 +587,20 @@ func (d *dur) UnmarshalText(b []byte) error {
 }
 
 var _ = fmt.Sprintf
+
+// extraProps are the checkpointd properties CHECKPOINTD_SCALE_PROPS adds
+// or overrides, for trying a setting without editing the harness.
+func extraProps(t *testing.T) map[string]string {
+	props := map[string]string{}
+	for _, kv := range strings.Split(os.Getenv(extraEnv), ",") {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			t.Fatalf("%s: %q is not key=value", extraEnv, kv)
+		}
+		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return props
+}
