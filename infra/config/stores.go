@@ -139,11 +139,24 @@ func pkcs12KeyPair(data []byte, password string) (*tls.Certificate, error) {
 		}
 		return nil, fmt.Errorf("not a readable PKCS12 keystore with one key: %w", err)
 	}
-	chain := [][]byte{cert.Raw}
-	for _, c := range cas {
-		chain = append(chain, c.Raw)
+	return keyPair(key, leafFirst(key, append([]*x509.Certificate{cert}, cas...)))
+}
+
+// leafFirst orders a PKCS12 store's certificates with the key's own first: a store
+// that also holds trusted CAs (keytool -importcert into a keystore) may list them
+// before it.
+func leafFirst(key any, certs []*x509.Certificate) [][]byte {
+	var chain [][]byte
+	signer, _ := key.(crypto.Signer)
+	for _, c := range certs {
+		pub, ok := c.PublicKey.(interface{ Equal(crypto.PublicKey) bool })
+		if ok && signer != nil && pub.Equal(signer.Public()) {
+			chain = append([][]byte{c.Raw}, chain...)
+		} else {
+			chain = append(chain, c.Raw)
+		}
 	}
-	return keyPair(key, chain)
+	return chain
 }
 
 func isPKCS12PasswordError(err error) bool {
