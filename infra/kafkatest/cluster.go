@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +31,8 @@ type Cluster struct {
 	Dir       string // config, data and logs; removed on close
 	ReadyIn   time.Duration
 
-	proc *javaProc
+	proc       *javaProc
+	extraPorts []int // listeners beyond PLAINTEXT and CONTROLLER (clusterSpec)
 	// What the broker was started with, so Restart can start it again.
 	lib, logFile, serverProps string
 	flags                     []string
@@ -45,9 +47,22 @@ func (c *Cluster) LogTail(n int) string { return c.proc.tail(n) }
 // startCluster formats and starts one cluster and waits until it is ready,
 // retrying with fresh ports and a fresh dir when a port was taken meanwhile.
 func startCluster(ctx context.Context, lib, alias, parent string) (*Cluster, error) {
+	return startClusterSpec(ctx, lib, alias, parent, clusterSpec{})
+}
+
+// clusterSpec adds to the default cluster: listeners on extra ports, server
+// properties over the defaults (given every port: broker, controller, then the
+// extra ones), and arguments to the storage format (SCRAM users).
+type clusterSpec struct {
+	extraPorts int
+	props      func(ports []int) map[string]string
+	formatArgs []string
+}
+
+func startClusterSpec(ctx context.Context, lib, alias, parent string, spec clusterSpec) (*Cluster, error) {
 	var lastErr error
 	for range startAttempts {
-		c, err := startClusterOnce(ctx, lib, alias, parent)
+		c, err := startClusterOnce(ctx, lib, alias, parent, spec)
 		if err == nil {
 			return c, nil
 		}
@@ -61,9 +76,9 @@ func startCluster(ctx context.Context, lib, alias, parent string) (*Cluster, err
 
 var errPortTaken = errors.New("port already in use")
 
-func startClusterOnce(ctx context.Context, lib, alias, parent string) (_ *Cluster, err error) {
+func startClusterOnce(ctx context.Context, lib, alias, parent string, spec clusterSpec) (_ *Cluster, err error) {
 	start := time.Now()
-	ports, err := freePorts(2)
+	ports, err := freePorts(2 + spec.extraPorts)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +103,12 @@ func startClusterOnce(ctx context.Context, lib, alias, parent string) (_ *Cluste
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
 	serverProps := filepath.Join(dir, "server.properties")
-	if err := writeProperties(serverProps, serverProperties(ports[0], ports[1], filepath.Join(dir, "data"))); err != nil {
+	props := serverProperties(ports[0], ports[1], filepath.Join(dir, "data"))
+	c.extraPorts = ports[2:]
+	if spec.props != nil {
+		maps.Copy(props, spec.props(ports))
+	}
+	if err := writeProperties(serverProps, props); err != nil {
 		return nil, err
 	}
 	log4j := filepath.Join(dir, "log4j2.properties")
@@ -96,7 +116,7 @@ func startClusterOnce(ctx context.Context, lib, alias, parent string) (_ *Cluste
 	if err := os.WriteFile(log4j, []byte(log4j2Properties(logFile)), 0o644); err != nil {
 		return nil, fmt.Errorf("write log4j config: %w", err)
 	}
-	if err := formatStorage(ctx, lib, dir, c.ID, serverProps); err != nil {
+	if err := formatStorage(ctx, lib, dir, c.ID, serverProps, spec.formatArgs...); err != nil {
 		return nil, err
 	}
 
@@ -119,15 +139,16 @@ func startClusterOnce(ctx context.Context, lib, alias, parent string) (_ *Cluste
 
 // formatStorage runs `kafka-storage.sh format --standalone`: a single-node
 // dynamic quorum, which needs controller.quorum.bootstrap.servers and no voters.
-func formatStorage(ctx context.Context, lib, dir, id, serverProps string) error {
+func formatStorage(ctx context.Context, lib, dir, id, serverProps string, extra ...string) error {
 	java, err := javaBin()
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, java,
-		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.io.tmpdir="+dir,
+	args := append([]string{
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.io.tmpdir=" + dir,
 		"-cp", filepath.Join(lib, "*"), "kafka.tools.StorageTool",
-		"format", "-t", id, "-c", serverProps, "--standalone")
+		"format", "-t", id, "-c", serverProps, "--standalone"}, extra...)
+	cmd := exec.CommandContext(ctx, java, args...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = childProcAttr()
 	out, err := cmd.CombinedOutput()

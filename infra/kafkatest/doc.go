@@ -17,6 +17,10 @@
 //		...
 //	}
 //
+// SharedSecure is one more cluster with a SASL_SSL listener (PLAIN, SCRAM-SHA-256,
+// SCRAM-SHA-512) and an SSL listener requiring client certificates, for which
+// ClientStores makes JKS or PKCS12 stores with keytool.
+//
 // Every JVM is stopped and every directory removed when the tests end, when
 // the test binary gets SIGINT or SIGTERM, and (on Linux) the kernel kills the
 // JVMs if the test binary dies; a later run removes directories left behind.
