@@ -141,8 +141,16 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	cfg, report, err := config.Load(cf.path, cf.sets, os.Environ())
 	if cfg != nil {
 		fmt.Fprintln(stdout, "# effective configuration (secrets redacted)")
+		var provided []string
 		for _, kv := range cfg.Effective() {
 			fmt.Fprintf(stdout, "%s=%s\n", kv.Key, kv.Value)
+			if _, refs, ok := strings.Cut(kv.Origin, " via "); ok {
+				provided = append(provided, fmt.Sprintf("#   %s <- %s", kv.Key, refs))
+			}
+		}
+		if len(provided) > 0 {
+			fmt.Fprintln(stdout, "# resolved from config providers:")
+			fmt.Fprintln(stdout, strings.Join(provided, "\n"))
 		}
 	}
 	if report != nil {

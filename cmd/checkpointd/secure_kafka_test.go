@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/checkpointd/checkpointd/infra/config"
+	"github.com/checkpointd/checkpointd/infra/kafkaerr"
+	"github.com/checkpointd/checkpointd/infra/kafkatest"
+)
+
+const (
+	plainModule = "org.apache.kafka.common.security.plain.PlainLoginModule"
+	scramModule = "org.apache.kafka.common.security.scram.ScramLoginModule"
+)
+
+func jaas(module string, c kafkatest.Credentials) string {
+	return fmt.Sprintf(`%s required username="%s" password="%s";`, module, c.User, c.Password)
+}
+
+// dialWith builds the source admin client of a checkpointd configuration and
+// has it open a connection to addr and fetch metadata: TLS, SASL and a request
+// on the authenticated session. It returns sarama's own error, and the client
+// configuration.
+func dialWith(t *testing.T, addr string, props map[string]string, env []string) (error, *sarama.Config) {
+	t.Helper()
+	all := map[string]string{
+		"source.cluster.alias": "secure-a", "target.cluster.alias": "secure-b",
+		"source.cluster.bootstrap.servers": addr, "target.cluster.bootstrap.servers": addr,
+	}
+	for k, v := range props {
+		all["source.cluster."+k] = v
+	}
+	cfg, rep, err := config.FromProperties(all, nil, env)
+	if err != nil {
+		t.Fatalf("configuration refused: %v", err)
+	}
+	for _, w := range rep.Warnings {
+		t.Logf("warning: %v", w)
+	}
+	sc, err := cfg.SaramaConfig(config.SourceAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Net.DialTimeout, sc.Net.ReadTimeout = 5*time.Second, 10*time.Second
+	b := sarama.NewBroker(addr)
+	if err := b.Open(sc); err != nil {
+		return err, sc
+	}
+	defer func() { _ = b.Close() }()
+	if _, err := b.Connected(); err != nil {
+		return err, sc
+	}
+	_, err = b.GetMetadata(&sarama.MetadataRequest{Version: 4})
+	return err, sc
+}
+
+// TestSecuredClusterConnections: checkpointd's client settings, as an MM2 config
+// carries them, connect to a real broker's SASL_SSL listener with PLAIN,
+// SCRAM-SHA-256 and SCRAM-SHA-512 and to its mTLS listener with JKS and PKCS12
+// stores made by keytool; and every failure is reported at its own layer.
+func TestSecuredClusterConnections(t *testing.T) {
+	s := kafkatest.SharedSecure(t)
+	var jksStores, p12Stores kafkatest.Stores
+	var wg sync.WaitGroup // keytool starts a JVM per step: make both kinds at once
+	wg.Go(func() { jksStores = s.ClientStores(t, "JKS") })
+	wg.Go(func() { p12Stores = s.ClientStores(t, "PKCS12") })
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	otherCA := writeOtherCA(t)
+	plain, s256, s512 := s.Users["PLAIN"], s.Users["SCRAM-SHA-256"], s.Users["SCRAM-SHA-512"]
+	saslSSL := func(mech, jaasConfig string, trust ...string) map[string]string {
+		p := map[string]string{"security.protocol": "SASL_SSL", "sasl.mechanism": mech, "sasl.jaas.config": jaasConfig}
+		for i := 0; i+1 < len(trust); i += 2 {
+			p[trust[i]] = trust[i+1]
+		}
+		return p
+	}
+	mtls := func(st kafkatest.Stores, extra ...string) map[string]string {
+		p := map[string]string{
+			"security.protocol": "SSL", "ssl.keystore.type": st.Type, "ssl.keystore.location": st.Keystore,
+			"ssl.keystore.password": st.StorePassword, "ssl.truststore.type": st.Type,
+			"ssl.truststore.location": st.Truststore, "ssl.truststore.password": st.StorePassword,
+		}
+		if st.KeyPassword != st.StorePassword {
+			p["ssl.key.password"] = st.KeyPassword
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			p[extra[i]] = extra[i+1]
+		}
+		return p
+	}
+	pemTrust := []string{"ssl.truststore.type", "PEM", "ssl.truststore.location", s.CAFile}
+	cases := []struct {
+		name  string
+		addr  string
+		props map[string]string
+		layer kafkaerr.Layer // Unknown: connects
+	}{
+		{"SASL_SSL PLAIN, PEM truststore", s.SASLSSL, saslSSL("PLAIN", jaas(plainModule, plain), pemTrust...), kafkaerr.Unknown},
+		{"SASL_SSL SCRAM-SHA-256, JKS truststore", s.SASLSSL, saslSSL("SCRAM-SHA-256", jaas(scramModule, s256),
+			"ssl.truststore.location", jksStores.Truststore, "ssl.truststore.password", jksStores.StorePassword), kafkaerr.Unknown},
+		{"SASL_SSL SCRAM-SHA-512, PKCS12 truststore", s.SASLSSL, saslSSL("SCRAM-SHA-512", jaas(scramModule, s512),
+			"ssl.truststore.type", "PKCS12", "ssl.truststore.location", p12Stores.Truststore, "ssl.truststore.password", p12Stores.StorePassword), kafkaerr.Unknown},
+		{"SASL_SSL SCRAM-SHA-512 by host name localhost", strings.Replace(s.SASLSSL, "127.0.0.1", "localhost", 1), saslSSL("SCRAM-SHA-512", jaas(scramModule, s512), pemTrust...), kafkaerr.Unknown},
+		{"mTLS, JKS stores with a key password", s.MTLS, mtls(jksStores), kafkaerr.Unknown},
+		{"mTLS, PKCS12 stores", s.MTLS, mtls(p12Stores), kafkaerr.Unknown},
+		{"mTLS, host name check off", s.MTLS, mtls(p12Stores, "ssl.endpoint.identification.algorithm", ""), kafkaerr.Unknown},
+
+		{"untrusted broker under SASL_SSL is TLS's", s.SASLSSL, saslSSL("SCRAM-SHA-512", jaas(scramModule, s512), "ssl.truststore.type", "PEM", "ssl.truststore.location", otherCA), kafkaerr.TLS},
+		{"untrusted broker, host name check off, is still TLS's", s.SASLSSL, saslSSL("PLAIN", jaas(plainModule, plain), "ssl.truststore.location", otherCA, "ssl.endpoint.identification.algorithm", ""), kafkaerr.TLS},
+		{"wrong SCRAM password", s.SASLSSL, saslSSL("SCRAM-SHA-256", jaas(scramModule, kafkatest.Credentials{User: s256.User, Password: "wrong"}), pemTrust...), kafkaerr.Credentials},
+		{"user without credentials for the mechanism", s.SASLSSL, saslSSL("SCRAM-SHA-512", jaas(scramModule, s256), pemTrust...), kafkaerr.Credentials},
+		{"wrong PLAIN password", s.SASLSSL, saslSSL("PLAIN", jaas(plainModule, kafkatest.Credentials{User: plain.User, Password: "wrong"}), pemTrust...), kafkaerr.Credentials},
+		{"SASL on a listener without SASL", s.Bootstrap, map[string]string{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.jaas.config": jaas(plainModule, plain)}, kafkaerr.SASLMechanism},
+		{"mTLS without a client certificate", s.MTLS, map[string]string{"security.protocol": "SSL", "ssl.truststore.location": s.CAFile}, kafkaerr.TLS},
+		// The broker reads the ClientHello as a request and hangs up: all a client sees is EOF.
+		{"TLS to a plaintext listener", s.Bootstrap, map[string]string{"security.protocol": "SSL", "ssl.truststore.location": s.CAFile}, kafkaerr.Network},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err, sc := dialWith(t, tc.addr, tc.props, nil)
+			switch {
+			case tc.layer == kafkaerr.Unknown && err != nil:
+				t.Fatalf("did not connect: %s", kafkaerr.Describe(err, sc))
+			case tc.layer == kafkaerr.Unknown:
+			case err == nil:
+				t.Fatalf("connected; want a %s failure", tc.layer)
+			case kafkaerr.LayerOf(err) != tc.layer:
+				t.Fatalf("%v: layer %s, want %s", err, kafkaerr.LayerOf(err), tc.layer)
+			case tc.layer == kafkaerr.Network && !strings.Contains(kafkaerr.Hint(err, sc), "security.protocol (SSL)"):
+				t.Fatalf("hint %q does not name the security protocol", kafkaerr.Hint(err, sc))
+			default:
+				t.Logf("%s", kafkaerr.Describe(err, sc))
+			}
+		})
+	}
+	t.Run("ACL denies a topic", func(t *testing.T) {
+		topic := kafkatest.UniqueName(t, "denied")
+		s.CreateTopic(t, topic, 1, nil)
+		admin := s.Admin(t)
+		// A topic with ACLs is closed to every principal they do not allow.
+		err := admin.CreateACL(sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: topic, ResourcePatternType: sarama.AclPatternLiteral},
+			sarama.Acl{Principal: "User:someone-else", Host: "*", Operation: sarama.AclOperationDescribe, PermissionType: sarama.AclPermissionAllow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, _, err := config.FromProperties(map[string]string{
+			"source.cluster.alias": "secure-a", "target.cluster.alias": "secure-b",
+			"source.cluster.bootstrap.servers": s.SASLSSL, "target.cluster.bootstrap.servers": s.SASLSSL,
+			"source.cluster.security.protocol": "SASL_SSL", "source.cluster.sasl.mechanism": "SCRAM-SHA-512",
+			"source.cluster.sasl.jaas.config": jaas(scramModule, s512), "source.cluster.ssl.truststore.location": s.CAFile,
+		}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := cfg.SaramaConfig(config.SourceAdmin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		userAdmin, err := sarama.NewClusterAdmin([]string{s.SASLSSL}, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer userAdmin.Close()
+		waitForLayer(t, kafkaerr.Authorization, func() error {
+			meta, err := userAdmin.DescribeTopics([]string{topic})
+			if err != nil || len(meta) == 0 {
+				return err
+			}
+			if meta[0].Err == sarama.ErrNoError {
+				return nil
+			}
+			return fmt.Errorf("describe topic %q: %w", topic, meta[0].Err)
+		})
+	})
+}
+
+// waitForLayer retries f until it fails at layer (an ACL takes a moment to
+// reach the authorizer).
+func waitForLayer(t *testing.T, layer kafkaerr.Layer, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := f()
+		if kafkaerr.LayerOf(err) == layer {
+			t.Logf("%s", kafkaerr.Describe(err, nil))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want a %s error, got %v", layer, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// writeOtherCA writes a CA certificate the broker's certificate is not signed by.
+func writeOtherCA(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "another CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "other-ca.pem")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRunOnSecuredClusterWithProviderSecrets runs the service over SASL_SSL
+// (SCRAM-SHA-512, a PKCS12 truststore made by keytool) on both sides, with the
+// truststore password from ${file:...}, the source's JAAS password from ${env:...}
+// and the target's from ${dir:...}, at debug level, until its gate opens; no
+// output may hold a secret.
+func TestRunOnSecuredClusterWithProviderSecrets(t *testing.T) {
+	s := kafkatest.SharedSecure(t)
+	stores := s.ClientStores(t, "PKCS12")
+	user := s.Users["SCRAM-SHA-512"]
+	src, tgt := "secsrc", "sectgt"
+	s.EnsureTopic(t, "mm2-offset-syncs."+tgt+".internal", 1, map[string]string{"cleanup.policy": "compact"})
+	s.EnsureTopic(t, src+".checkpoints.internal", 1, map[string]string{"cleanup.policy": "compact"})
+
+	dir := t.TempDir()
+	secrets := filepath.Join(dir, "secrets.properties")
+	if err := os.WriteFile(secrets, []byte("truststore.password="+stores.StorePassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secretDir := filepath.Join(dir, "k8s-secret")
+	if err := os.Mkdir(secretDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(secretDir, "password"), []byte(user.Password), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const envVar = "SECURED_TEST_SCRAM_PASSWORD"
+	t.Setenv(envVar, user.Password)
+	side := func(name, passwordRef string) string {
+		return fmt.Sprintf(`%[1]s.cluster.bootstrap.servers=%[2]s
+%[1]s.cluster.security.protocol=SASL_SSL
+%[1]s.cluster.sasl.mechanism=SCRAM-SHA-512
+%[1]s.cluster.sasl.jaas.config=%[3]s required username="%[4]s" password="%[5]s";
+%[1]s.cluster.ssl.truststore.type=PKCS12
+%[1]s.cluster.ssl.truststore.location=%[6]s
+%[1]s.cluster.ssl.truststore.password=${file:%[7]s:truststore.password}
+`, name, s.SASLSSL, scramModule, user.User, passwordRef, stores.Truststore, secrets)
+	}
+	cfg := fmt.Sprintf(`config.providers=file,env,dir
+config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider
+config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider
+config.providers.dir.class=org.apache.kafka.common.config.provider.DirectoryConfigProvider
+source.cluster.alias=%s
+target.cluster.alias=%s
+checkpoints.topic.replication.factor=1
+sync.group.offsets.enabled=true
+checkpointd.group.id=%s
+checkpointd.metrics.address=127.0.0.1:0
+checkpointd.log.level=debug
+`, src, tgt, kafkatest.UniqueName(t, "checkpointd")) + side("source", "${env:"+envVar+"}") + side("target", "${dir:"+secretDir+":password}")
+	path := filepath.Join(dir, "mm2-checkpoint.properties")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var validateOut, validateErr syncBuffer
+	if err := dispatch(context.Background(), []string{"validate", "--config", path}, &validateOut, &validateErr); err != nil {
+		t.Fatalf("validate: %v\n%s%s", err, validateOut.String(), validateErr.String())
+	}
+	if !strings.Contains(validateOut.String(), "${env:"+envVar+"}") {
+		t.Errorf("validate does not name the reference a value came from:\n%s", validateOut.String())
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- dispatch(ctx, []string{"run", "--config", path}, &stdout, &stderr) }()
+	opened := false
+	for !opened {
+		select {
+		case err := <-done:
+			t.Fatalf("run ended before its gate opened: %v\n%s", err, stderr.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		opened = strings.Contains(stderr.String(), "translation gate opened")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	out := stdout.String() + stderr.String() + validateOut.String() + validateErr.String()
+	if !strings.Contains(out, "DEBUG") {
+		t.Fatalf("no debug output:\n%s", out)
+	}
+	for what, secret := range map[string]string{"SCRAM password": user.Password, "truststore password": stores.StorePassword} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the %s was printed:\n%s", what, out)
+		}
+	}
+}
