@@ -17,7 +17,7 @@ FUZZ_TARGETS := \
 	./infra/config:FuzzProviderRefs \
 	./infra/config:FuzzStores
 
-.PHONY: build vet jars jaeger test unit fuzz bench bench-e2e bench-ready bench-scale demo clean
+.PHONY: build vet jars jaeger test unit fuzz bench bench-e2e bench-ready bench-scale demo clean image
 
 build:
 	$(GO) build -o bin/checkpointd ./cmd/checkpointd
@@ -28,11 +28,19 @@ demo:
 
 vet:
 	$(GO) vet $(PKGS)
+	cd deployments && $(GO) vet ./...
 
 # The jars for real Kafka and MirrorMaker 2, fetched once with Maven into a
 # cache outside the repo ($$KAFKA_REF_CACHE, else the user cache dir).
 jars:
 	$(GO) run ./infra/kafkatest/cmd/fetchjars
+
+# The container image deployments/Dockerfile describes, built without a
+# container daemon as one tarball (OCI layout + docker load's manifest.json):
+# bin/checkpointd-image.tar, tagged checkpointd:$(IMAGE_VERSION).
+IMAGE_VERSION ?= dev
+image:
+	cd deployments && $(GO) run ./cmd/buildimage -o ../bin/checkpointd-image.tar -version $(IMAGE_VERSION)
 
 # The Jaeger all-in-one the tracing tests export to, built once from the Go
 # module proxy into a cache outside the repo ($$JAEGER_TEST_CACHE, else the
@@ -45,6 +53,7 @@ jaeger:
 # jars, and a real Jaeger; they fail (never skip) when Java or Maven is missing.
 test: vet jars jaeger
 	$(GO) test -count=1 -timeout 45m $(PKGS)
+	cd deployments && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
 # Unit tests only, no Kafka.
