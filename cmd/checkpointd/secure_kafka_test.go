@@ -22,6 +22,7 @@ import (
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/infra/kafkaerr"
 	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/messages"
 )
 
 const (
@@ -155,33 +156,9 @@ func TestSecuredClusterConnections(t *testing.T) {
 	t.Run("ACL denies a topic", func(t *testing.T) {
 		topic := kafkatest.UniqueName(t, "denied")
 		s.CreateTopic(t, topic, 1, nil)
-		admin := s.Admin(t)
-		// A topic with ACLs is closed to every principal they do not allow.
-		err := admin.CreateACL(sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: topic, ResourcePatternType: sarama.AclPatternLiteral},
-			sarama.Acl{Principal: "User:someone-else", Host: "*", Operation: sarama.AclOperationDescribe, PermissionType: sarama.AclPermissionAllow})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, _, err := config.FromProperties(map[string]string{
-			"source.cluster.alias": "secure-a", "target.cluster.alias": "secure-b",
-			"source.cluster.bootstrap.servers": s.SASLSSL, "target.cluster.bootstrap.servers": s.SASLSSL,
-			"source.cluster.security.protocol": "SASL_SSL", "source.cluster.sasl.mechanism": "SCRAM-SHA-512",
-			"source.cluster.sasl.jaas.config": jaas(scramModule, s512), "source.cluster.ssl.truststore.location": s.CAFile,
-		}, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc, err := cfg.SaramaConfig(config.SourceAdmin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		userAdmin, err := sarama.NewClusterAdmin([]string{s.SASLSSL}, sc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer userAdmin.Close()
+		admin := restrictedAdmin(t, s)
 		waitForLayer(t, kafkaerr.Authorization, func() error {
-			meta, err := userAdmin.DescribeTopics([]string{topic})
+			meta, err := admin.DescribeTopics([]string{topic})
 			if err != nil || len(meta) == 0 {
 				return err
 			}
@@ -191,6 +168,40 @@ func TestSecuredClusterConnections(t *testing.T) {
 			return fmt.Errorf("describe topic %q: %w", topic, meta[0].Err)
 		})
 	})
+}
+
+// restrictedConfig is a checkpointd configuration whose clients on both sides (the
+// same secured cluster) connect as the user without ACLs of its own.
+func restrictedConfig(s *kafkatest.SecureCluster) map[string]string {
+	props := map[string]string{
+		"source.cluster.alias": "secure-a", "target.cluster.alias": "secure-b",
+		"source.cluster.bootstrap.servers": s.SASLSSL, "target.cluster.bootstrap.servers": s.SASLSSL,
+	}
+	for _, side := range []string{"source", "target"} {
+		props[side+".cluster.security.protocol"] = "SASL_SSL"
+		props[side+".cluster.sasl.mechanism"] = "SCRAM-SHA-512"
+		props[side+".cluster.sasl.jaas.config"] = jaas(scramModule, s.Restricted)
+		props[side+".cluster.ssl.truststore.location"] = s.CAFile
+	}
+	return props
+}
+
+func restrictedAdmin(t *testing.T, s *kafkatest.SecureCluster) sarama.ClusterAdmin {
+	t.Helper()
+	cfg, _, err := config.FromProperties(restrictedConfig(s), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := cfg.SaramaConfig(config.SourceAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sarama.NewClusterAdmin([]string{s.SASLSSL}, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close() })
+	return admin
 }
 
 // waitForLayer retries f until it fails at layer (an ACL takes a moment to
@@ -324,3 +335,116 @@ checkpointd.log.level=debug
 		}
 	}
 }
+
+// grant is one ACL for the restricted user.
+type grant struct {
+	resource sarama.AclResourceType
+	name     string
+	op       sarama.AclOperation
+}
+
+func (g grant) String() string {
+	kind := map[sarama.AclResourceType]string{sarama.AclResourceTopic: "topic", sarama.AclResourceGroup: "group", sarama.AclResourceCluster: "cluster"}[g.resource]
+	op := map[sarama.AclOperation]string{sarama.AclOperationRead: "READ", sarama.AclOperationWrite: "WRITE", sarama.AclOperationDescribe: "DESCRIBE", sarama.AclOperationCreate: "CREATE"}[g.op]
+	return fmt.Sprintf("%s on %s %s", op, kind, g.name)
+}
+
+// TestLeastACLs runs checkpointd, in both commit-source modes and syncing target
+// groups, as a principal that holds exactly the ACLs docs/operations.md lists
+// for that mode and no more, and waits for a source group's commit to arrive,
+// translated, in the target group. Source and target are the same secured
+// cluster under two aliases.
+func TestLeastACLs(t *testing.T) {
+	s := kafkatest.SharedSecure(t)
+	for _, mode := range []string{"offsets-log", "admin-poll"} {
+		t.Run(mode, func(t *testing.T) {
+			name := kafkatest.UniqueName(t, "")
+			suffix := name[len(name)-8:] // unique per run: the aliases must hold no "."
+			src, tgt := "lsrc"+suffix, "ltgt"+suffix
+			topic, group, gid := "orders-"+suffix, "app-"+suffix, "checkpointd-"+suffix
+			remote := src + "." + topic
+			syncs, checkpoints := "mm2-offset-syncs."+tgt+".internal", src+".checkpoints.internal"
+			compact := map[string]string{"cleanup.policy": "compact"}
+			s.CreateTopic(t, topic, 1, nil)
+			s.CreateTopic(t, remote, 1, nil)
+			s.CreateTopic(t, syncs, 1, compact)
+			s.CreateTopic(t, checkpoints, 1, compact) // made beforehand: no CREATE needed
+			s.Produce(t, topic, 0, 10)
+			s.Produce(t, remote, 0, 10)
+			sync := messages.OffsetSync{TopicPartition: messages.TopicPartition{Topic: topic, Partition: 0}, UpstreamOffset: 5, DownstreamOffset: 5}
+			produce(t, s.Cluster, syncs, sync.Key(), sync.Value())
+			s.CommitOffsets(t, group, map[messages.TopicPartition]int64{{Topic: topic, Partition: 0}: 5})
+
+			grants := []grant{
+				{sarama.AclResourceTopic, syncs, sarama.AclOperationRead},
+				{sarama.AclResourceTopic, checkpoints, sarama.AclOperationRead},
+				{sarama.AclResourceTopic, checkpoints, sarama.AclOperationWrite},
+				{sarama.AclResourceGroup, gid + "-commit", sarama.AclOperationRead},
+				{sarama.AclResourceGroup, group, sarama.AclOperationRead},
+				{sarama.AclResourceTopic, remote, sarama.AclOperationRead},
+			}
+			if mode == "offsets-log" {
+				grants = append(grants,
+					grant{sarama.AclResourceTopic, "__consumer_offsets", sarama.AclOperationRead},
+					grant{sarama.AclResourceGroup, gid, sarama.AclOperationRead})
+			} else {
+				grants = append(grants,
+					grant{sarama.AclResourceGroup, group, sarama.AclOperationDescribe},
+					grant{sarama.AclResourceTopic, topic, sarama.AclOperationDescribe})
+			}
+			admin := s.Admin(t)
+			for _, g := range grants {
+				err := admin.CreateACL(sarama.Resource{ResourceType: g.resource, ResourceName: g.name, ResourcePatternType: sarama.AclPatternLiteral},
+					sarama.Acl{Principal: "User:" + s.Restricted.User, Host: "*", Operation: g.op, PermissionType: sarama.AclPermissionAllow})
+				if err != nil {
+					t.Fatalf("grant %v: %v", g, err)
+				}
+			}
+			t.Cleanup(func() {
+				_, _ = admin.DeleteACL(sarama.AclFilter{ResourceType: sarama.AclResourceAny, ResourcePatternTypeFilter: sarama.AclPatternAny,
+					Principal: ptr("User:" + s.Restricted.User), Operation: sarama.AclOperationAny, PermissionType: sarama.AclPermissionAny}, false)
+			})
+
+			props := restrictedConfig(s)
+			props["source.cluster.alias"], props["target.cluster.alias"] = src, tgt
+			for k, v := range map[string]string{
+				"groups": group, "checkpoints.topic.replication.factor": "1", "sync.group.offsets.enabled": "true",
+				"sync.group.offsets.interval.seconds": "1", "checkpointd.group.id": gid, "checkpointd.commit.source": mode,
+				"checkpointd.admin.poll.interval.ms": "200", "checkpointd.metrics.address": "127.0.0.1:0",
+			} {
+				props[k] = v
+			}
+			var b strings.Builder
+			for k, v := range props {
+				fmt.Fprintf(&b, "%s: %q\n", k, v)
+			}
+			path := filepath.Join(t.TempDir(), "c.yaml")
+			if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			var stdout, stderr syncBuffer
+			done := make(chan error, 1)
+			go func() { done <- dispatch(ctx, []string{"run", "--config", path}, &stdout, &stderr) }()
+			want := messages.TopicPartition{Topic: remote, Partition: 0}
+			deadline := time.Now().Add(60 * time.Second)
+			for s.CommittedOffsets(t, group)[want] != 5 {
+				select {
+				case err := <-done:
+					t.Fatalf("run ended: %v\n%s", err, stderr.String())
+				case <-time.After(200 * time.Millisecond):
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("target group %s has %v, want %v at 5, with ACLs %v:\n%s", group, s.CommittedOffsets(t, group), want, grants, stderr.String())
+				}
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("run: %v", err)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -34,15 +34,16 @@ import (
 //     ANONYMOUS principal is a super user.
 //
 // Both secured listeners present a certificate for 127.0.0.1 and localhost signed
-// by the CA in CAFile. The broker runs StandardAuthorizer with
-// allow.everyone.if.no.acl.found=true: a resource without ACLs is open to every
-// principal, one with ACLs only to those they allow.
+// by the CA in CAFile. The broker runs StandardAuthorizer and denies what no ACL
+// allows. ANONYMOUS, the Users and ClientPrincipal are super users; Restricted (a
+// SCRAM-SHA-512 user) may do only what the test grants it with ACLs.
 type SecureCluster struct {
 	*Cluster
-	SASLSSL string // host:port of the SASL_SSL listener
-	MTLS    string // host:port of the SSL listener that requires client certificates
-	CAFile  string // the CA of every certificate, PEM
-	Users   map[string]Credentials
+	SASLSSL    string // host:port of the SASL_SSL listener
+	MTLS       string // host:port of the SSL listener that requires client certificates
+	CAFile     string // the CA of every certificate, PEM
+	Users      map[string]Credentials
+	Restricted Credentials // SCRAM-SHA-512, no ACLs of its own
 
 	ca    *x509.Certificate
 	caKey *ecdsa.PrivateKey
@@ -122,7 +123,7 @@ func StartSecureCluster(ctx context.Context) (*SecureCluster, error) {
 		"PLAIN":         {"plain-user", randomSecret()},
 		"SCRAM-SHA-256": {"scram256-user", randomSecret()},
 		"SCRAM-SHA-512": {"scram512-user", randomSecret()},
-	}}
+	}, Restricted: Credentials{"restricted-user", randomSecret()}}
 	if err := s.writePKI(); err != nil {
 		close(b.started)
 		_ = b.Close()
@@ -149,11 +150,17 @@ func randomSecret() string {
 
 func (s *SecureCluster) spec() clusterSpec {
 	var scram []string
-	for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
-		u := s.Users[mech]
+	add := func(mech string, u Credentials) {
 		scram = append(scram, "--add-scram", fmt.Sprintf("%s=[name=%s,password=%s]", mech, u.User, u.Password))
 	}
+	add("SCRAM-SHA-256", s.Users["SCRAM-SHA-256"])
+	add("SCRAM-SHA-512", s.Users["SCRAM-SHA-512"])
+	add("SCRAM-SHA-512", s.Restricted)
 	plain := s.Users["PLAIN"]
+	supers := []string{"User:ANONYMOUS", ClientPrincipal}
+	for _, mech := range []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"} {
+		supers = append(supers, "User:"+s.Users[mech].User)
+	}
 	return clusterSpec{
 		extraPorts: 2,
 		formatArgs: scram,
@@ -176,8 +183,8 @@ func (s *SecureCluster) spec() clusterSpec {
 				"listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": scramModule,
 				"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": scramModule,
 				"authorizer.class.name":                                 "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-				"super.users":                                           "User:ANONYMOUS",
-				"allow.everyone.if.no.acl.found":                        "true",
+				"super.users":                                           strings.Join(supers, ";"),
+				"allow.everyone.if.no.acl.found":                        "false",
 			}
 		},
 	}
