@@ -131,7 +131,9 @@ func checkMM2(p *types.Project, kafkas []string) []error {
 
 func checkCheckpointdService(p *types.Project, name string, kafkas []string) []error {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("service %s: "+format, append([]any{name}, args...)...)) }
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("service %s: "+format, append([]any{name}, args...)...))
+	}
 	s := p.Services[name]
 	if err := checkUser(s.User); err != nil {
 		bad("user: %v", err)

@@ -208,6 +208,9 @@ func Check(m *Manifests, o CheckOptions) []error {
 			}
 		}
 	}
+	if cfg != nil && cfg.InstanceID == "" {
+		bad("container %s: checkpointd.instance.id is not set (CHECKPOINTD_CHECKPOINTD_INSTANCE_ID from the pod name names the instance in logs)", c.Name)
+	}
 	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
 		want := map[string]string{"liveness": "/healthz", "readiness": "/readyz"}[name]
 		if p == nil || p.HTTPGet == nil {
@@ -230,7 +233,9 @@ func Check(m *Manifests, o CheckOptions) []error {
 
 func checkContainer(dep string, c corev1.Container) []error {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("Deployment %s container %s: "+format, append([]any{dep, c.Name}, args...)...)) }
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("Deployment %s container %s: "+format, append([]any{dep, c.Name}, args...)...))
+	}
 	sc := c.SecurityContext
 	switch {
 	case sc == nil:
@@ -349,7 +354,9 @@ func podEnv(m *Manifests, c corev1.Container, secretsProvided bool) ([]string, [
 // the file holds MirrorMaker 2's checkpoint connector keys only.
 func checkConfig(dir, name, content string, env []string, secretsProvided bool) (*config.Config, []error) {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("config %s: "+format, append([]any{name}, args...)...)) }
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config %s: "+format, append([]any{name}, args...)...))
+	}
 	var flat map[string]any
 	if err := yaml.Unmarshal([]byte(content), &flat); err != nil {
 		bad("not a flat YAML mapping: %v", err)
