@@ -54,8 +54,13 @@ var (
 	// nothing outside the container reaches.
 	Env = []string{"CHECKPOINTD_CHECKPOINTD_METRICS_ADDRESS=0.0.0.0:9464"}
 
-	passwd = "nonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n"
-	group  = "nonroot:x:65532:\n"
+	// Passwd and Group are the image's /etc/passwd and /etc/group: the
+	// non-root user and its group, nothing else.
+	Passwd = "nonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n"
+	Group  = "nonroot:x:65532:\n"
+	// LDFlags are the linker flags of the binary (stripped; the version
+	// goes after them).
+	LDFlags = "-s -w -X main.version="
 )
 
 // DefaultCACerts is the CA bundle of Debian-like build machines, the same
@@ -128,7 +133,7 @@ func Build(ctx context.Context, o Options) (v1.Image, error) {
 func BuildBinary(ctx context.Context, o Options, out string) error {
 	o.defaults()
 	cmd := exec.CommandContext(ctx, o.Go, "build", "-trimpath",
-		"-ldflags", "-s -w -X main.version="+o.Version, "-o", out, "./cmd/checkpointd")
+		"-ldflags", LDFlags+o.Version, "-o", out, "./cmd/checkpointd")
 	cmd.Dir = o.ModuleRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+o.Arch)
 	var stderr bytes.Buffer
@@ -145,8 +150,8 @@ func New(binary, caCerts []byte, o Options) (v1.Image, error) {
 	o.defaults()
 	layerTar, err := rootfs(o.Created, []file{
 		{CACertPath, caCerts, 0o644},
-		{PasswdPath, []byte(passwd), 0o644},
-		{GroupPath, []byte(group), 0o644},
+		{PasswdPath, []byte(Passwd), 0o644},
+		{GroupPath, []byte(Group), 0o644},
 		{BinaryPath, binary, 0o755},
 	})
 	if err != nil {

@@ -45,6 +45,20 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("Dockerfile %s %q, deployments/image builds %q", c.what, c.got, c.want)
 		}
 	}
+	// The build stage makes the same binary and files as deployments/image.
+	raw, err := os.ReadFile(dockerfilePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`go build -trimpath -ldflags "` + image.LDFlags + `${VERSION}"`,
+		"echo '" + strings.TrimSuffix(image.Passwd, "\n") + "' > /out/etc/passwd",
+		"echo '" + strings.TrimSuffix(image.Group, "\n") + "' > /out/etc/group",
+	} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("the Dockerfile's build stage does not run %s, as deployments/image builds", want)
+		}
+	}
 	// The build stage's Go is the one go.mod asks for.
 	gomod, err := os.ReadFile("../../go.mod")
 	if err != nil {
