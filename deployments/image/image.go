@@ -382,5 +382,8 @@ func WriteFile(path string, img v1.Image, ref string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
 	return os.Rename(f.Name(), path)
 }
