@@ -249,3 +249,27 @@ func scramServer(t *testing.T, hash scram.HashGeneratorFcn, user, password strin
 	}
 	return server.NewConversation()
 }
+
+// TestSourceFetchDefaults: the source consumer waits briefly to gather
+// commits unless the properties say otherwise; other roles keep sarama's.
+func TestSourceFetchDefaults(t *testing.T) {
+	def := sarama.NewConfig().Consumer
+	for _, tc := range []struct {
+		name    string
+		props   map[string]string
+		role    Role
+		minimum int32
+		wait    time.Duration
+	}{
+		{"source default", with(), SourceConsumer, SourceFetchMinBytes, SourceFetchMaxWait},
+		{"target untouched", with(), TargetConsumer, def.Fetch.Min, def.MaxWaitTime},
+		{"overridden", with("source.consumer.fetch.min.bytes", "1", "consumer.fetch.max.wait.ms", "500"), SourceConsumer, 1, 500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := mustSarama(t, mustConfig(t, tc.props), tc.role)
+			if sc.Consumer.Fetch.Min != tc.minimum || sc.Consumer.MaxWaitTime != tc.wait {
+				t.Errorf("fetch min %d wait %v, want %d and %v", sc.Consumer.Fetch.Min, sc.Consumer.MaxWaitTime, tc.minimum, tc.wait)
+			}
+		})
+	}
+}
