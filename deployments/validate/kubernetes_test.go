@@ -134,6 +134,7 @@ func TestBrokenManifestsFail(t *testing.T) {
 		{"alert on a metric checkpointd does not export", "base/prometheusrule.yaml", "expr: checkpointd_gate_open{", "expr: checkpointd_gate_opened{", false, "reads checkpointd_gate_opened, which checkpointd does not export"},
 		{"alert on an unknown reason", "base/prometheusrule.yaml", `reason=~"unauthorized|commit_failed`, `reason=~"unauthorised|commit_failed`, false, `reason "unauthorised" is not one checkpointd reports`},
 		{"alert on another job", "base/prometheusrule.yaml", `expr: up{job="checkpointd"} == 0`, `expr: up{job="checkpoint"} == 0`, false, `selects job="checkpoint"; the ServiceMonitor's series have job="checkpointd"`},
+		{"set operation that matches nothing", "base/prometheusrule.yaml", "unless on (namespace, source, target)", "unless", false, "alert CheckpointdTargetCommitsRetrying: unless between series labelled [namespace reason source target] and [namespace source target] matches nothing"},
 		{"config key checkpointd does not know", "base/mm2-checkpoint.yaml", `sync.group.offsets.enabled: "true"`, `sync.group.offset.enabled: "true"`, false, "checkpointd warns"},
 		{"config value checkpointd refuses", "base/mm2-checkpoint.yaml", `sync.group.offsets.interval.seconds: "60"`, `sync.group.offsets.interval.seconds: "0"`, false, "checkpointd refuses it"},
 		{"checkpointd's own key in the connector config", "base/mm2-checkpoint.yaml", `tasks.max: "3"`, `tasks.max: "3"` + "\ncheckpointd.log.level: debug", false, `key "checkpointd.log.level" is not one of MM2's`},

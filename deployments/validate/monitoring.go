@@ -130,6 +130,11 @@ func CheckRules(rules []RuleExpr) []error {
 			bad(r, "reads no metric")
 		}
 		parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+			if b, ok := n.(*parser.BinaryExpr); ok {
+				if err := checkMatching(b); err != nil {
+					bad(r, "%v", err)
+				}
+			}
 			call, ok := n.(*parser.Call)
 			if !ok || call.Func.Name != "histogram_quantile" {
 				return nil
@@ -225,4 +230,53 @@ func checkRuleJobs(m *Manifests, job string) []error {
 		}
 	}
 	return errs
+}
+
+// checkMatching catches a binary operation between two vectors whose label
+// sets are known to differ, matched on all labels (no on or ignoring): no
+// element ever matches, so "a unless b" is always a and "a and b" is empty.
+func checkMatching(b *parser.BinaryExpr) error {
+	if b.LHS.Type() != parser.ValueTypeVector || b.RHS.Type() != parser.ValueTypeVector {
+		return nil
+	}
+	if vm := b.VectorMatching; vm != nil && (vm.On || len(vm.MatchingLabels) > 0) {
+		return nil
+	}
+	l, lok := outLabels(b.LHS)
+	r, rok := outLabels(b.RHS)
+	if lok && rok && !slices.Equal(l, r) {
+		return fmt.Errorf("%s between series labelled %v and %v matches nothing; say on(...)", b.Op, l, r)
+	}
+	return nil
+}
+
+// outLabels is the label set of the vector expr gives, where the
+// expression fixes it (an aggregation by labels, a comparison with a
+// number, histogram_quantile over one).
+func outLabels(e parser.Expr) ([]string, bool) {
+	switch e := e.(type) {
+	case *parser.ParenExpr:
+		return outLabels(e.Expr)
+	case *parser.AggregateExpr:
+		switch e.Op {
+		case parser.SUM, parser.AVG, parser.MIN, parser.MAX, parser.COUNT, parser.GROUP, parser.STDDEV, parser.STDVAR, parser.QUANTILE:
+			if e.Without {
+				return nil, false
+			}
+			return slices.Sorted(slices.Values(e.Grouping)), true
+		}
+	case *parser.BinaryExpr:
+		switch {
+		case e.LHS.Type() == parser.ValueTypeVector && e.RHS.Type() == parser.ValueTypeScalar:
+			return outLabels(e.LHS)
+		case e.LHS.Type() == parser.ValueTypeScalar && e.RHS.Type() == parser.ValueTypeVector:
+			return outLabels(e.RHS)
+		}
+	case *parser.Call:
+		if e.Func.Name == "histogram_quantile" && len(e.Args) == 2 {
+			l, ok := outLabels(e.Args[1])
+			return slices.DeleteFunc(l, func(s string) bool { return s == "le" }), ok
+		}
+	}
+	return nil, false
 }
