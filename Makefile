@@ -28,7 +28,7 @@ demo:
 
 vet:
 	$(GO) vet $(PKGS)
-	cd deployments && $(GO) vet ./...
+	cd deployments && $(GO) vet -mod=mod ./...
 
 # The jars for real Kafka and MirrorMaker 2, fetched once with Maven into a
 # cache outside the repo ($$KAFKA_REF_CACHE, else the user cache dir).
@@ -53,7 +53,7 @@ jaeger:
 # jars, and a real Jaeger; they fail (never skip) when Java or Maven is missing.
 test: vet jars jaeger
 	$(GO) test -count=1 -timeout 45m $(PKGS)
-	cd deployments && $(GO) test -count=1 ./...
+	cd deployments && $(GO) test -mod=mod -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
 # Unit tests only, no Kafka.
