@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -219,6 +220,47 @@ func (c *cpd) waitReady(timeout time.Duration) error {
 			return fmt.Errorf("checkpointd not ready within %s:\n%s", timeout, c.logTail(30))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// probeReadyz asks /readyz every 100 ms until stop is called, which
+// returns the number of probes, the slowest answer and how many answers
+// took over a second (a probe that fails to answer within 10 s counts as
+// 10 s).
+func (c *cpd) probeReadyz() (stop func() (probes int, slowest time.Duration, over1s int)) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	quit, done := make(chan struct{}), make(chan struct{})
+	var probes, over1s int
+	var slowest time.Duration
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			t0 := time.Now()
+			resp, err := client.Get("http://" + c.addr + "/readyz")
+			took := time.Since(t0)
+			if err == nil {
+				_ = resp.Body.Close()
+			} else if c.exited() {
+				return
+			} else if ne := net.Error(nil); !errors.As(err, &ne) || !ne.Timeout() {
+				continue // not listening yet
+			}
+			probes++
+			slowest = max(slowest, took)
+			if took > time.Second {
+				over1s++
+			}
+		}
+	}()
+	var once sync.Once
+	return func() (int, time.Duration, int) {
+		once.Do(func() { close(quit); <-done })
+		return probes, slowest, over1s
 	}
 }
 

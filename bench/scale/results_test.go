@@ -167,6 +167,12 @@ type phaseResult struct {
 	Threads           int     `json:"threads"`
 	MaxLoadAvg        float64 `json:"max_loadavg1"`
 	MaxReaderLag      float64 `json:"max_reader_lag"`
+	// /readyz probed every 100 ms from the process start to the phase end
+	// (checkpointd only): how long the slowest answer took and how many
+	// took over a second.
+	ReadyzProbes int `json:"readyz_probes,omitempty"`
+	ReadyzMaxMS  int `json:"readyz_max_ms,omitempty"`
+	ReadyzSlow   int `json:"readyz_over_1s,omitempty"`
 
 	Samples []sample `json:"samples"`
 	Events  []event  `json:"events,omitempty"`
@@ -219,6 +225,9 @@ func (ph phaseResult) summary() string {
 	rec := ""
 	if ph.RecoveredAfter != 0 {
 		rec = fmt.Sprintf("; caught up %s after the target broker served again", ph.RecoveredAfter)
+	}
+	if ph.ReadyzProbes > 0 {
+		rec += fmt.Sprintf("; /readyz slowest answer %d ms, %d of %d probes over 1 s", ph.ReadyzMaxMS, ph.ReadyzSlow, ph.ReadyzProbes)
 	}
 	return fmt.Sprintf("%s: ready %s, initial %d pairs in %s; load %.0f/%.0f commits/s (%d commits, %d timed pairs, %d reached, %d missing); "+
 		"delay p50 %s p99 %s max %s; CPU to the initial sync %.1f s; checkpoints %d (%.2f per commit); target commits %.0f/s; CPU %.1f s (%.2f s per 1k commits), RSS max %d MB; broker CPU %.1f s; load avg max %.1f; reader lag max %s%s",

@@ -277,6 +277,7 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 	var pid int
 	var c *cpd
 	var conn *kafkatest.MM2
+	var stopProbe func() (int, time.Duration, int)
 	switch sys {
 	case "checkpointd":
 		dir := t.TempDir()
@@ -296,6 +297,7 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 			"checkpointd.log.level":                "warn",
 		}, extraProps(t))
 		pid = c.pid()
+		stopProbe = c.probeReadyz()
 		if err := c.waitReady(3 * time.Minute); err != nil {
 			t.Fatal(err)
 		}
@@ -406,6 +408,9 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 	ph.TargetCommitsPerSec = float64(ph.TargetRequests) / ph.Window.Seconds()
 	ph.Lowered = tr.lowered
 	if c != nil {
+		var slowest time.Duration
+		ph.ReadyzProbes, slowest, ph.ReadyzSlow = stopProbe()
+		ph.ReadyzMaxMS = int(slowest.Milliseconds())
 		ph.LogTail = problems(c.logTail(400))
 		c.stop()
 	} else {
