@@ -76,6 +76,7 @@ func dialWith(t *testing.T, addr string, props map[string]string, env []string) 
 // SCRAM-SHA-256 and SCRAM-SHA-512 and to its mTLS listener with JKS and PKCS12
 // stores made by keytool; and every failure is reported at its own layer.
 func TestSecuredClusterConnections(t *testing.T) {
+	t.Parallel()
 	s := kafkatest.SharedSecure(t)
 	var jksStores, p12Stores kafkatest.Stores
 	var wg sync.WaitGroup // keytool starts a JVM per step: make both kinds at once
@@ -171,8 +172,8 @@ func TestSecuredClusterConnections(t *testing.T) {
 }
 
 // restrictedConfig is a checkpointd configuration whose clients on both sides (the
-// same secured cluster) connect as the user without ACLs of its own.
-func restrictedConfig(s *kafkatest.SecureCluster) map[string]string {
+// same secured cluster) connect as user, a principal that is not a super user.
+func restrictedConfig(s *kafkatest.SecureCluster, user kafkatest.Credentials) map[string]string {
 	props := map[string]string{
 		"source.cluster.alias": "secure-a", "target.cluster.alias": "secure-b",
 		"source.cluster.bootstrap.servers": s.SASLSSL, "target.cluster.bootstrap.servers": s.SASLSSL,
@@ -180,7 +181,7 @@ func restrictedConfig(s *kafkatest.SecureCluster) map[string]string {
 	for _, side := range []string{"source", "target"} {
 		props[side+".cluster.security.protocol"] = "SASL_SSL"
 		props[side+".cluster.sasl.mechanism"] = "SCRAM-SHA-512"
-		props[side+".cluster.sasl.jaas.config"] = jaas(scramModule, s.Restricted)
+		props[side+".cluster.sasl.jaas.config"] = jaas(scramModule, user)
 		props[side+".cluster.ssl.truststore.location"] = s.CAFile
 	}
 	return props
@@ -188,7 +189,7 @@ func restrictedConfig(s *kafkatest.SecureCluster) map[string]string {
 
 func restrictedAdmin(t *testing.T, s *kafkatest.SecureCluster) sarama.ClusterAdmin {
 	t.Helper()
-	cfg, _, err := config.FromProperties(restrictedConfig(s), nil, nil)
+	cfg, _, err := config.FromProperties(restrictedConfig(s, s.Restricted), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,102 +350,195 @@ func (g grant) String() string {
 	return fmt.Sprintf("%s on %s %s", op, kind, g.name)
 }
 
-// TestLeastACLs runs checkpointd, in both commit-source modes and syncing target
-// groups, as a principal that holds exactly the ACLs docs/operations.md lists
-// for that mode and no more, and waits for a source group's commit to arrive,
-// translated, in the target group. Source and target are the same secured
-// cluster under two aliases.
-func TestLeastACLs(t *testing.T) {
-	s := kafkatest.SharedSecure(t)
-	for _, mode := range []string{"offsets-log", "admin-poll"} {
-		t.Run(mode, func(t *testing.T) {
-			name := kafkatest.UniqueName(t, "")
-			suffix := name[len(name)-8:] // unique per run: the aliases must hold no "."
-			src, tgt := "lsrc"+suffix, "ltgt"+suffix
-			topic, group, gid := "orders-"+suffix, "app-"+suffix, "checkpointd-"+suffix
-			remote := src + "." + topic
-			syncs, checkpoints := "mm2-offset-syncs."+tgt+".internal", src+".checkpoints.internal"
-			compact := map[string]string{"cleanup.policy": "compact"}
-			s.CreateTopic(t, topic, 1, nil)
-			s.CreateTopic(t, remote, 1, nil)
-			s.CreateTopic(t, syncs, 1, compact)
-			s.CreateTopic(t, checkpoints, 1, compact) // made beforehand: no CREATE needed
-			s.Produce(t, topic, 0, 10)
-			s.Produce(t, remote, 0, 10)
-			sync := messages.OffsetSync{TopicPartition: messages.TopicPartition{Topic: topic, Partition: 0}, UpstreamOffset: 5, DownstreamOffset: 5}
-			produce(t, s.Cluster, syncs, sync.Key(), sync.Value())
-			s.CommitOffsets(t, group, map[messages.TopicPartition]int64{{Topic: topic, Partition: 0}: 5})
+// aclEnv is one source->target flow on the secured cluster (as both source and
+// target, under two aliases) that runs share: a source topic and its remote topic,
+// an offset sync mapping upstream offset 5 exactly, and the checkpoints topic made
+// beforehand (so CREATE is not needed). Each run brings its own principal, group
+// and checkpointd group id.
+type aclEnv struct {
+	s                                                 *kafkatest.SecureCluster
+	mode, src, tgt, topic, remote, syncs, checkpoints string
+}
 
-			grants := []grant{
-				{sarama.AclResourceTopic, syncs, sarama.AclOperationRead},
-				{sarama.AclResourceTopic, checkpoints, sarama.AclOperationRead},
-				{sarama.AclResourceTopic, checkpoints, sarama.AclOperationWrite},
-				{sarama.AclResourceGroup, gid + "-commit", sarama.AclOperationRead},
-				{sarama.AclResourceGroup, group, sarama.AclOperationRead},
-				{sarama.AclResourceTopic, remote, sarama.AclOperationRead},
-			}
-			if mode == "offsets-log" {
-				grants = append(grants,
-					grant{sarama.AclResourceTopic, "__consumer_offsets", sarama.AclOperationRead},
-					grant{sarama.AclResourceGroup, gid, sarama.AclOperationRead})
-			} else {
-				grants = append(grants,
-					grant{sarama.AclResourceGroup, group, sarama.AclOperationDescribe},
-					grant{sarama.AclResourceTopic, topic, sarama.AclOperationDescribe})
-			}
-			admin := s.Admin(t)
-			for _, g := range grants {
-				err := admin.CreateACL(sarama.Resource{ResourceType: g.resource, ResourceName: g.name, ResourcePatternType: sarama.AclPatternLiteral},
-					sarama.Acl{Principal: "User:" + s.Restricted.User, Host: "*", Operation: g.op, PermissionType: sarama.AclPermissionAllow})
-				if err != nil {
-					t.Fatalf("grant %v: %v", g, err)
-				}
-			}
-			t.Cleanup(func() {
-				_, _ = admin.DeleteACL(sarama.AclFilter{ResourceType: sarama.AclResourceAny, ResourcePatternTypeFilter: sarama.AclPatternAny,
-					Principal: ptr("User:" + s.Restricted.User), Operation: sarama.AclOperationAny, PermissionType: sarama.AclPermissionAny}, false)
-			})
+func newACLEnv(t *testing.T, s *kafkatest.SecureCluster, mode string) *aclEnv {
+	t.Helper()
+	name := kafkatest.UniqueName(t, "")
+	suffix := name[len(name)-8:] // unique per test run: the aliases must hold no "."
+	e := &aclEnv{s: s, mode: mode, src: "lsrc" + suffix, tgt: "ltgt" + suffix, topic: "orders-" + suffix}
+	e.remote = e.src + "." + e.topic
+	e.syncs, e.checkpoints = "mm2-offset-syncs."+e.tgt+".internal", e.src+".checkpoints.internal"
+	compact := map[string]string{"cleanup.policy": "compact"}
+	s.CreateTopic(t, e.topic, 1, nil)
+	s.CreateTopic(t, e.remote, 1, nil)
+	s.CreateTopic(t, e.syncs, 1, compact)
+	s.CreateTopic(t, e.checkpoints, 1, compact)
+	s.Produce(t, e.topic, 0, 10)
+	s.Produce(t, e.remote, 0, 10)
+	sync := messages.OffsetSync{TopicPartition: messages.TopicPartition{Topic: e.topic, Partition: 0}, UpstreamOffset: 5, DownstreamOffset: 5}
+	produce(t, s.Cluster, e.syncs, sync.Key(), sync.Value())
+	return e
+}
 
-			props := restrictedConfig(s)
-			props["source.cluster.alias"], props["target.cluster.alias"] = src, tgt
-			for k, v := range map[string]string{
-				"groups": group, "checkpoints.topic.replication.factor": "1", "sync.group.offsets.enabled": "true",
-				"sync.group.offsets.interval.seconds": "1", "checkpointd.group.id": gid, "checkpointd.commit.source": mode,
-				"checkpointd.admin.poll.interval.ms": "200", "checkpointd.metrics.address": "127.0.0.1:0",
-			} {
-				props[k] = v
-			}
-			var b strings.Builder
-			for k, v := range props {
-				fmt.Fprintf(&b, "%s: %q\n", k, v)
-			}
-			path := filepath.Join(t.TempDir(), "c.yaml")
-			if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			var stdout, stderr syncBuffer
-			done := make(chan error, 1)
-			go func() { done <- dispatch(ctx, []string{"run", "--config", path}, &stdout, &stderr) }()
-			want := messages.TopicPartition{Topic: remote, Partition: 0}
-			deadline := time.Now().Add(60 * time.Second)
-			for s.CommittedOffsets(t, group)[want] != 5 {
-				select {
-				case err := <-done:
-					t.Fatalf("run ended: %v\n%s", err, stderr.String())
-				case <-time.After(200 * time.Millisecond):
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("target group %s has %v, want %v at 5, with ACLs %v:\n%s", group, s.CommittedOffsets(t, group), want, grants, stderr.String())
-				}
-			}
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatalf("run: %v", err)
-			}
+// leastGrants are the ACLs docs/operations.md lists for the mode with target
+// group sync, for a run with checkpointd group id gid syncing group.
+func (e *aclEnv) leastGrants(gid, group string) []grant {
+	grants := []grant{
+		{sarama.AclResourceTopic, e.syncs, sarama.AclOperationRead},
+		{sarama.AclResourceTopic, e.checkpoints, sarama.AclOperationRead},
+		{sarama.AclResourceTopic, e.checkpoints, sarama.AclOperationWrite},
+		{sarama.AclResourceGroup, gid + "-commit", sarama.AclOperationRead},
+		{sarama.AclResourceGroup, group, sarama.AclOperationRead},
+		{sarama.AclResourceTopic, e.remote, sarama.AclOperationRead},
+	}
+	if e.mode == "offsets-log" {
+		return append(grants,
+			grant{sarama.AclResourceTopic, "__consumer_offsets", sarama.AclOperationRead},
+			grant{sarama.AclResourceGroup, gid, sarama.AclOperationRead})
+	}
+	return append(grants,
+		grant{sarama.AclResourceGroup, group, sarama.AclOperationDescribe},
+		grant{sarama.AclResourceTopic, e.topic, sarama.AclOperationDescribe})
+}
+
+// aclRun is checkpointd running as user with the least grants but the one at
+// index drop (-1: none left out).
+type aclRun struct {
+	e              *aclEnv
+	drop           int
+	dropped        grant
+	group          string
+	grants         []grant
+	stdout, stderr syncBuffer
+	done           chan error
+	cancel         context.CancelFunc
+}
+
+func (e *aclEnv) start(t *testing.T, user kafkatest.Credentials, drop int) *aclRun {
+	t.Helper()
+	r := &aclRun{e: e, drop: drop, group: "app-" + user.User, done: make(chan error, 1)}
+	gid := "checkpointd-" + user.User
+	e.s.CommitOffsets(t, r.group, map[messages.TopicPartition]int64{{Topic: e.topic, Partition: 0}: 5})
+	var acls []*sarama.ResourceAcls
+	for i, g := range e.leastGrants(gid, r.group) {
+		if i == drop {
+			r.dropped = g
+			continue
+		}
+		r.grants = append(r.grants, g)
+		acls = append(acls, &sarama.ResourceAcls{
+			Resource: sarama.Resource{ResourceType: g.resource, ResourceName: g.name, ResourcePatternType: sarama.AclPatternLiteral},
+			Acls:     []*sarama.Acl{{Principal: "User:" + user.User, Host: "*", Operation: g.op, PermissionType: sarama.AclPermissionAllow}},
 		})
 	}
+	if err := e.s.Admin(t).CreateACLs(acls); err != nil {
+		t.Fatalf("grant %v: %v", r.grants, err)
+	}
+
+	props := restrictedConfig(e.s, user)
+	props["source.cluster.alias"], props["target.cluster.alias"] = e.src, e.tgt
+	for k, v := range map[string]string{
+		"groups": r.group, "checkpoints.topic.replication.factor": "1", "sync.group.offsets.enabled": "true",
+		"sync.group.offsets.interval.seconds": "1", "checkpointd.group.id": gid, "checkpointd.commit.source": e.mode,
+		"checkpointd.admin.poll.interval.ms": "200", "checkpointd.metrics.address": "127.0.0.1:0",
+		"admin.timeout.ms": "3000",
+	} {
+		props[k] = v
+	}
+	var b strings.Builder
+	for k, v := range props {
+		fmt.Fprintf(&b, "%s: %q\n", k, v)
+	}
+	path := filepath.Join(t.TempDir(), user.User+".yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	r.cancel = cancel
+	go func() { r.done <- dispatch(ctx, []string{"run", "--config", path}, &r.stdout, &r.stderr) }()
+	return r
+}
+
+// stopAll stops the runs at once: each may take up to admin.timeout.ms to give
+// up on checkpoints it cannot publish.
+func stopAll(runs []*aclRun) {
+	for _, r := range runs {
+		r.cancel()
+	}
+	for _, r := range runs {
+		<-r.done
+	}
+}
+
+// synced reports whether the run's target group got the translated offset.
+func (r *aclRun) synced(t *testing.T) bool {
+	return r.e.s.CommittedOffsets(t, r.group)[messages.TopicPartition{Topic: r.e.remote, Partition: 0}] == 5
+}
+
+// TestLeastACLs runs checkpointd, in both commit-source modes and syncing target
+// groups, as principals that hold exactly the ACLs docs/operations.md lists for
+// the mode, and as principals that each lack one of them, all at once: with all
+// of them a source group's commit arrives, translated, in the target group; with
+// any one left out it does not. Source and target are the same secured cluster
+// under two aliases.
+func TestLeastACLs(t *testing.T) {
+	t.Parallel()
+	s := kafkatest.SharedSecure(t)
+	var runs []*aclRun
+	t.Cleanup(func() { stopAll(runs) })
+	for _, mode := range []string{"offsets-log", "admin-poll"} {
+		e := newACLEnv(t, s, mode)
+		var drops []int
+		for drop := -1; drop < len(e.leastGrants("", "")); drop++ {
+			if mode == "admin-poll" && drop == 6 {
+				// DESCRIBE on the source group: implied here by READ on the same
+				// group as a target group, source and target being one cluster.
+				continue
+			}
+			drops = append(drops, drop)
+		}
+		names := make([]string, len(drops))
+		for i, drop := range drops {
+			names[i] = fmt.Sprintf("%s-%s-%d", e.src, mode[:5], drop+1)
+		}
+		users := s.AddSCRAMUsers(t, names...)
+		for i, user := range users {
+			runs = append(runs, e.start(t, user, drops[i]))
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, r := range runs {
+		if r.drop != -1 {
+			continue
+		}
+		for !r.synced(t) {
+			select {
+			case err := <-r.done:
+				t.Fatalf("%s run with the least ACLs ended: %v\n%s", r.e.mode, err, r.stderr.String())
+			case <-time.After(200 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: target group %s not synced with ACLs %v:\n%s", r.e.mode, r.group, r.grants, r.stderr.String())
+			}
+		}
+	}
+	// The runs lacking a permission had as long, and a few seconds more.
+	time.Sleep(3 * time.Second)
+	for _, r := range runs {
+		if r.drop != -1 && r.synced(t) {
+			t.Errorf("%s: target group synced without %v: the docs list a permission that is not needed", r.e.mode, r.dropped)
+		}
+		if r.drop != -1 {
+			t.Logf("%s without %v:\n%s", r.e.mode, r.dropped, lastLines(r.stderr.String(), 3))
+		}
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
@@ -21,6 +22,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/xdg-go/scram"
 )
 
 // SecureCluster is one single-node Kafka cluster with secured listeners, as
@@ -355,3 +359,68 @@ func keytoolBin() (string, error) {
 	}
 	return "", fmt.Errorf("%w: keytool not found beside %s or on PATH (install a Java 17 JDK)", ErrUnavailable, java)
 }
+
+// AddSCRAMUsers creates SCRAM-SHA-512 users with no ACLs (principals of their own,
+// so that tests granting ACLs do not see each other's), in one request, and waits
+// until the broker authenticates each.
+func (s *SecureCluster) AddSCRAMUsers(t testing.TB, names ...string) []Credentials {
+	t.Helper()
+	out := make([]Credentials, len(names))
+	upserts := make([]sarama.AlterUserScramCredentialsUpsert, len(names))
+	for i, name := range names {
+		out[i] = Credentials{User: name, Password: randomSecret()}
+		salt := make([]byte, 16)
+		_, _ = rand.Read(salt)
+		upserts[i] = sarama.AlterUserScramCredentialsUpsert{
+			Name: name, Mechanism: sarama.SCRAM_MECHANISM_SHA_512, Iterations: 4096, Salt: salt, Password: []byte(out[i].Password),
+		}
+	}
+	res, err := s.Admin(t).UpsertUserScramCredentials(upserts)
+	if err != nil {
+		t.Fatalf("add SCRAM users %v: %v", names, err)
+	}
+	for _, r := range res {
+		if !errors.Is(r.ErrorCode, sarama.ErrNoError) {
+			t.Fatalf("add SCRAM user %s: %v", r.User, r.ErrorCode)
+		}
+	}
+	for _, c := range out {
+		waitFor(t, 30*time.Second, "SCRAM user "+c.User, func() error { return s.authenticates(c) })
+	}
+	return out
+}
+
+// authenticates opens a SASL_SSL connection as c.
+func (s *SecureCluster) authenticates(c Credentials) error {
+	cfg := s.SaramaConfig()
+	cfg.Net.TLS.Enable = true
+	pool := x509.NewCertPool()
+	pool.AddCert(s.ca)
+	cfg.Net.TLS.Config = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	cfg.Net.SASL.Enable, cfg.Net.SASL.Handshake = true, true
+	cfg.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
+	cfg.Net.SASL.User, cfg.Net.SASL.Password = c.User, c.Password
+	cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramSHA512{} }
+	b := sarama.NewBroker(s.SASLSSL)
+	if err := b.Open(cfg); err != nil {
+		return err
+	}
+	defer func() { _ = b.Close() }()
+	_, err := b.Connected()
+	return err
+}
+
+// scramSHA512 is a SCRAM-SHA-512 client for sarama.
+type scramSHA512 struct{ conv *scram.ClientConversation }
+
+func (s *scramSHA512) Begin(user, password, authzID string) error {
+	c, err := scram.SHA512.NewClient(user, password, authzID)
+	if err != nil {
+		return err
+	}
+	s.conv = c.NewConversation()
+	return nil
+}
+
+func (s *scramSHA512) Step(challenge string) (string, error) { return s.conv.Step(challenge) }
+func (s *scramSHA512) Done() bool                            { return s.conv.Done() }
