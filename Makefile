@@ -15,7 +15,8 @@ FUZZ_TARGETS := \
 	./infra/config:FuzzParseJAAS \
 	./infra/config:FuzzParseProperties \
 	./infra/config:FuzzProviderRefs \
-	./infra/config:FuzzStores
+	./infra/config:FuzzStores \
+	./infra/config:FuzzParseTokenResponse
 
 .PHONY: build vet jars jaeger test unit fuzz bench bench-e2e bench-ready bench-scale demo clean image
 

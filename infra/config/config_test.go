@@ -317,7 +317,7 @@ func TestInvalidValuesNameKeyValueAndAllowed(t *testing.T) {
 		{"store type", with("target.cluster.security.protocol", "SSL", "target.cluster.ssl.truststore.type", "BKS"), "target.cluster.ssl.truststore.type", []string{"BKS", "want JKS, PKCS12 or PEM"}},
 		{"kerberos", with("source.cluster.security.protocol", "SASL_SSL", "source.cluster.sasl.mechanism", "GSSAPI"), "source.cluster.sasl.mechanism", []string{"GSSAPI", "not supported"}},
 		{"kerberos by default", with("source.cluster.security.protocol", "SASL_PLAINTEXT"), "source.cluster.security.protocol", []string{"Kafka's default mechanism"}},
-		{"oauth", with("source.cluster.security.protocol", "SASL_SSL", "source.cluster.sasl.mechanism", "OAUTHBEARER"), "source.cluster.sasl.mechanism", []string{"OAUTHBEARER is not supported"}},
+		{"oauth without a token endpoint", with("source.cluster.security.protocol", "SASL_SSL", "source.cluster.sasl.mechanism", "OAUTHBEARER", "source.cluster.sasl.jaas.config", `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="c" clientSecret="s";`), "source.cluster.sasl.oauthbearer.token.endpoint.url", []string{"required for OAUTHBEARER"}},
 		{"request timeout", with("source.consumer.request.timeout.ms", "soon"), "source.consumer.request.timeout.ms", []string{`"soon"`, "milliseconds"}},
 		{"auto offset reset", with("source.consumer.auto.offset.reset", "none"), "source.consumer.auto.offset.reset", []string{"earliest or latest"}},
 		{"isolation level", with("consumer.isolation.level", "serializable"), "consumer.isolation.level", []string{"read_committed"}},

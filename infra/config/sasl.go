@@ -15,7 +15,8 @@ const (
 	scramLoginModule = "org.apache.kafka.common.security.scram.ScramLoginModule"
 )
 
-// saslConfig maps sasl.mechanism and sasl.jaas.config onto sarama.
+// saslConfig maps sasl.mechanism and sasl.jaas.config onto sarama (and, for
+// OAUTHBEARER, the token endpoint settings: see oauthConfig).
 func saslConfig(sc *sarama.Config, p props) error {
 	// Kafka's default mechanism is GSSAPI, so an unset mechanism means Kerberos.
 	mech := strings.ToUpper(strings.TrimSpace(p["sasl.mechanism"].value))
@@ -30,24 +31,33 @@ func saslConfig(sc *sarama.Config, p props) error {
 		sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA512} }
 	case "", "GSSAPI":
 		return &clientError{key: cmpOr(p["sasl.mechanism"].key, p["security.protocol"].key), value: p["sasl.mechanism"].value,
-			msg: "Kerberos (GSSAPI, Kafka's default mechanism) is not supported: set sasl.mechanism to PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"}
+			msg: "Kerberos (GSSAPI, Kafka's default mechanism) is not supported: set sasl.mechanism to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"}
 	case "OAUTHBEARER":
-		return p.invalid("sasl.mechanism", "OAUTHBEARER is not supported: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
 	default:
-		return p.invalid("sasl.mechanism", "want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+		return p.invalid("sasl.mechanism", "want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
 	}
 	if !p.has("sasl.jaas.config") {
+		want := plainLoginModule + ` required username="..." password="...";`
+		if mech == "OAUTHBEARER" {
+			want = oauthLoginModule + ` required clientId="..." clientSecret="...";`
+		}
 		return &clientError{key: strings.Replace(p["sasl.mechanism"].key, "sasl.mechanism", "sasl.jaas.config", 1),
-			msg: `required for SASL: want ` + plainLoginModule + ` required username="..." password="...";`}
+			msg: "required for SASL: want " + want}
 	}
 	e, err := parseJAAS(p["sasl.jaas.config"].value)
 	if err != nil {
 		return p.invalid("sasl.jaas.config", "%v", err)
 	}
+	sc.Net.SASL.Enable = true
+	sc.Net.SASL.Handshake = true
+	sc.Net.SASL.Version = sarama.SASLHandshakeV1
+	if mech == "OAUTHBEARER" {
+		return oauthConfig(sc, p, e)
+	}
 	switch e.module {
 	case plainLoginModule, scramLoginModule:
-	case "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule":
-		return p.invalid("sasl.jaas.config", "OAUTHBEARER is not supported: use PlainLoginModule or ScramLoginModule")
+	case oauthLoginModule:
+		return p.invalid("sasl.jaas.config", "OAuthBearerLoginModule is for sasl.mechanism=OAUTHBEARER; want PlainLoginModule or ScramLoginModule for %s", mech)
 	default:
 		return p.invalid("sasl.jaas.config", "login module %s is not supported: want %s or %s", e.module, plainLoginModule, scramLoginModule)
 	}
@@ -58,9 +68,6 @@ func saslConfig(sc *sarama.Config, p props) error {
 	if user == "" || password == "" {
 		return p.invalid("sasl.jaas.config", `want username="..." and password="..." options`)
 	}
-	sc.Net.SASL.Enable = true
-	sc.Net.SASL.Handshake = true
-	sc.Net.SASL.Version = sarama.SASLHandshakeV1
 	sc.Net.SASL.User, sc.Net.SASL.Password = user, password
 	return nil
 }

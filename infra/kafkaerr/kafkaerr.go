@@ -52,7 +52,7 @@ func LayerOf(err error) Layer {
 		return Unknown
 	case isTLS(err):
 		return TLS
-	case errors.Is(err, sarama.ErrSASLAuthenticationFailed):
+	case errors.Is(err, sarama.ErrSASLAuthenticationFailed), credentialsRefused(err):
 		return Credentials
 	case errors.Is(err, sarama.ErrUnsupportedSASLMechanism), errors.Is(err, sarama.ErrIllegalSASLState):
 		return SASLMechanism
@@ -77,6 +77,14 @@ func isTLS(err error) bool {
 		errors.As(err, &hostname) || errors.As(err, &invalid) ||
 		errors.As(err, &opErr) && opErr.Op == "remote error" || // a TLS alert from the broker
 		strings.HasPrefix(err.Error(), "tls: ") || strings.Contains(err.Error(), ": tls: ")
+}
+
+// credentialsRefused reports an error that says, by a CredentialsRejected method,
+// that the credentials were refused before any broker saw them (an OAuth token
+// endpoint refusing the client id and secret).
+func credentialsRefused(err error) bool {
+	var c interface{ CredentialsRejected() bool }
+	return errors.As(err, &c) && c.CredentialsRejected()
 }
 
 func isAuthorization(err error) bool {
@@ -108,6 +116,9 @@ func Hint(err error, cfg *sarama.Config) string {
 	case TLS:
 		return "TLS: " + tlsHint(err)
 	case Credentials:
+		if credentialsRefused(err) || mech == sarama.SASLTypeOAuth {
+			return "SASL credentials: the OAuth token endpoint or the broker refused them: check clientId and clientSecret in sasl.jaas.config, sasl.oauthbearer.token.endpoint.url, and the token's audience and issuer the broker expects"
+		}
 		return fmt.Sprintf("SASL credentials: the broker refused the username and password for %s: check sasl.jaas.config, and that the user has %s credentials on this cluster", mech, mech)
 	case SASLMechanism:
 		return fmt.Sprintf("SASL mechanism: the listener does not accept SASL %s: check sasl.mechanism against the broker's sasl.enabled.mechanisms, and that security.protocol (SASL_SSL or SASL_PLAINTEXT) is the listener's", mech)
