@@ -170,7 +170,8 @@ func startCheckpointd(t *testing.T, bin, dir string, props, extra map[string]str
 	args := []string{"run", "--config", cfgPath}
 	if prof := os.Getenv("CHECKPOINTD_SCALE_CPUPROFILE"); prof != "" {
 		// A profile per start, named after the start's own folder.
-		args = append(args, "--cpuprofile", filepath.Join(prof, filepath.Base(dir)+".cpu.pprof"))
+		args = append(args, "--cpuprofile", filepath.Join(prof, filepath.Base(dir)+".cpu.pprof"),
+			"--memprofile", filepath.Join(prof, filepath.Base(dir)+".heap.pprof"))
 	}
 	c.cmd = exec.Command(bin, args...)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf

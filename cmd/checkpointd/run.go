@@ -63,6 +63,7 @@ func runService(ctx context.Context, args []string, _, stderr io.Writer) error {
 	var cf configFlags
 	cf.register(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for performance reports)")
+	memProfile := fs.String("memprofile", "", "write a heap profile (allocations over the whole run, live heap at exit) to this file when the run ends")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -76,6 +77,9 @@ func runService(ctx context.Context, args []string, _, stderr io.Writer) error {
 			return err
 		}
 		defer stop()
+	}
+	if *memProfile != "" {
+		defer writeHeapProfile(*memProfile, stderr)
 	}
 	logger := newLogger(cfg, stderr)
 	slog.SetDefault(logger)
@@ -231,4 +235,19 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// writeHeapProfile writes the heap profile to path; a failure is reported,
+// not returned, since the run itself is over.
+func writeHeapProfile(path string, stderr io.Writer) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("heap").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "heap profile %s: %v\n", path, err)
+	}
 }
