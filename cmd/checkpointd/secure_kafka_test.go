@@ -110,6 +110,9 @@ func TestSecuredClusterConnections(t *testing.T) {
 		return p
 	}
 	pemTrust := []string{"ssl.truststore.type", "PEM", "ssl.truststore.location", s.CAFile}
+	oauth := func(c kafkatest.OAuthClient) map[string]string { return oauthProps(s, c) }
+	wrongSecret := s.OAuthClients["long"]
+	wrongSecret.Secret = "wrong"
 	cases := []struct {
 		name  string
 		addr  string
@@ -125,6 +128,11 @@ func TestSecuredClusterConnections(t *testing.T) {
 		{"mTLS, JKS stores with a key password", s.MTLS, mtls(jksStores), kafkaerr.Unknown},
 		{"mTLS, PKCS12 stores", s.MTLS, mtls(p12Stores), kafkaerr.Unknown},
 		{"mTLS, host name check off", s.MTLS, mtls(p12Stores, "ssl.endpoint.identification.algorithm", ""), kafkaerr.Unknown},
+
+		{"SASL_SSL OAUTHBEARER, client credentials, JWT checked against the JWKS", s.OAuth, oauth(s.OAuthClients["long"]), kafkaerr.Unknown},
+		{"OAUTHBEARER, client secret refused by the token endpoint", s.OAuth, oauth(wrongSecret), kafkaerr.Credentials},
+		{"OAUTHBEARER, a JWT the broker cannot verify", s.OAuth, oauth(s.OAuthClients["forged"]), kafkaerr.Credentials},
+		{"SCRAM on the OAUTHBEARER-only listener", s.OAuth, saslSSL("SCRAM-SHA-512", jaas(scramModule, s512), pemTrust...), kafkaerr.SASLMechanism},
 
 		{"untrusted broker under SASL_SSL is TLS's", s.SASLSSL, saslSSL("SCRAM-SHA-512", jaas(scramModule, s512), "ssl.truststore.type", "PEM", "ssl.truststore.location", otherCA), kafkaerr.TLS},
 		{"untrusted broker, host name check off, is still TLS's", s.SASLSSL, saslSSL("PLAIN", jaas(plainModule, plain), "ssl.truststore.location", otherCA, "ssl.endpoint.identification.algorithm", ""), kafkaerr.TLS},
@@ -203,6 +211,73 @@ func restrictedAdmin(t *testing.T, s *kafkatest.SecureCluster) sarama.ClusterAdm
 	}
 	t.Cleanup(func() { _ = admin.Close() })
 	return admin
+}
+
+// oauthProps are a client's OAUTHBEARER settings for the secured cluster's OAuth
+// server, as a Kafka client has them.
+func oauthProps(s *kafkatest.SecureCluster, c kafkatest.OAuthClient) map[string]string {
+	return map[string]string{
+		"security.protocol":                   "SASL_SSL",
+		"ssl.truststore.location":             s.CAFile,
+		"sasl.mechanism":                      "OAUTHBEARER",
+		"sasl.login.callback.handler.class":   "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+		"sasl.oauthbearer.token.endpoint.url": s.OAuthServer.TokenURL,
+		"sasl.jaas.config": fmt.Sprintf(`org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="%s" clientSecret="%s" scope="kafka";`,
+			c.ID, c.Secret),
+	}
+}
+
+// TestOAuthTokenRefreshOnKafka: with tokens that last 3 s, a client's second
+// connection, 3.5 s after its first, authenticates with a fresh token (the first
+// has expired, and the broker refuses expired tokens).
+func TestOAuthTokenRefreshOnKafka(t *testing.T) {
+	t.Parallel()
+	s := kafkatest.SharedSecure(t)
+	c := s.OAuthClients["short"]
+	props := map[string]string{
+		"source.cluster.alias": "secure-a", "target.cluster.alias": "secure-b",
+		"source.cluster.bootstrap.servers": s.OAuth, "target.cluster.bootstrap.servers": s.OAuth,
+	}
+	for k, v := range oauthProps(s, c) {
+		props["source.cluster."+k] = v
+	}
+	cfg, _, err := config.FromProperties(props, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := cfg.SaramaConfig(config.SourceAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect := func() error {
+		b := sarama.NewBroker(s.OAuth)
+		if err := b.Open(sc); err != nil {
+			return err
+		}
+		defer func() { _ = b.Close() }()
+		if _, err := b.Connected(); err != nil {
+			return err
+		}
+		_, err := b.GetMetadata(&sarama.MetadataRequest{Version: 4})
+		return err
+	}
+	before := s.OAuthServer.Issued(c.ID)
+	if err := connect(); err != nil {
+		t.Fatalf("first connection: %s", kafkaerr.Describe(err, sc))
+	}
+	if err := connect(); err != nil {
+		t.Fatalf("second connection: %s", kafkaerr.Describe(err, sc))
+	}
+	if n := s.OAuthServer.Issued(c.ID) - before; n != 1 {
+		t.Fatalf("%d tokens for two connections at once, want one reused", n)
+	}
+	time.Sleep(3500 * time.Millisecond)
+	if err := connect(); err != nil {
+		t.Fatalf("connection after the first token expired: %s", kafkaerr.Describe(err, sc))
+	}
+	if n := s.OAuthServer.Issued(c.ID) - before; n != 2 {
+		t.Fatalf("%d tokens issued, want a second one once the first neared its expiry", n)
+	}
 }
 
 // waitForLayer retries f until it fails at layer (an ACL takes a moment to

@@ -23,6 +23,7 @@ type Bed struct {
 	mu     sync.Mutex
 	mm2s   []*MM2
 	closed bool
+	oauth  *OAuthServer // a secured cluster's, closed after the brokers
 
 	cancelStart context.CancelFunc
 	started     chan struct{} // closed when StartBed no longer touches the bed
@@ -127,6 +128,9 @@ func (b *Bed) close() error {
 	}
 	wg.Wait()
 	errs = append(errs, clusterErrs...)
+	if b.oauth != nil {
+		errs = append(errs, b.oauth.close())
+	}
 	if err := os.RemoveAll(b.Dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove %s: %w", b.Dir, err))
 	}

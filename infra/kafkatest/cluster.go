@@ -57,6 +57,7 @@ type clusterSpec struct {
 	extraPorts int
 	props      func(ports []int) map[string]string
 	formatArgs []string
+	jvmFlags   []string
 }
 
 func startClusterSpec(ctx context.Context, lib, alias, parent string, spec clusterSpec) (*Cluster, error) {
@@ -125,6 +126,7 @@ func startClusterOnce(ctx context.Context, lib, alias, parent string, spec clust
 		"-Dkafka.logs.dir="+logDir,
 		"-Djava.io.tmpdir="+dir, // native codecs unpack here; the system temp dir may be noexec
 	)
+	flags = append(flags, spec.jvmFlags...)
 	c.lib, c.logFile, c.serverProps, c.flags = lib, logFile, serverProps, flags
 	c.proc, err = startJava("kafka-"+alias, lib, dir, logFile, flags, "kafka.Kafka", serverProps)
 	if err != nil {

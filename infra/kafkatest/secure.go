@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"os"
@@ -34,6 +35,7 @@ import (
 //     each (Users);
 //   - SSL on MTLS, requiring a client certificate signed by the test CA
 //     (ssl.client.auth=required): see ClientStores;
+//   - SASL_SSL with OAUTHBEARER only on OAuth, validating JWTs from OAuthServer;
 //   - the embedded Cluster's PLAINTEXT listener (Bootstrap) for setting up, whose
 //     ANONYMOUS principal is a super user.
 //
@@ -48,6 +50,11 @@ type SecureCluster struct {
 	CAFile     string // the CA of every certificate, PEM
 	Users      map[string]Credentials
 	Restricted Credentials // SCRAM-SHA-512, no ACLs of its own
+	// OAuth is the SASL_SSL listener taking OAUTHBEARER only, with JWTs the broker
+	// verifies against OAuthServer's JWKS; OAuthClients are super users.
+	OAuth        string
+	OAuthServer  *OAuthServer
+	OAuthClients map[string]OAuthClient // "long": 1 h tokens, "short": 3 s tokens, "forged": signed with a key not in the JWKS
 
 	ca    *x509.Certificate
 	caKey *ecdsa.PrivateKey
@@ -128,7 +135,16 @@ func StartSecureCluster(ctx context.Context) (*SecureCluster, error) {
 		"SCRAM-SHA-256": {"scram256-user", randomSecret()},
 		"SCRAM-SHA-512": {"scram512-user", randomSecret()},
 	}, Restricted: Credentials{"restricted-user", randomSecret()}}
-	if err := s.writePKI(); err != nil {
+	s.OAuthClients = map[string]OAuthClient{
+		"long":   {ID: "checkpointd-oauth", Secret: randomSecret(), Lifetime: time.Hour},
+		"short":  {ID: "checkpointd-oauth-short", Secret: randomSecret(), Lifetime: 3 * time.Second},
+		"forged": {ID: "checkpointd-oauth-forged", Secret: randomSecret(), Lifetime: time.Hour, Forged: true},
+	}
+	if s.OAuthServer, err = startOAuthServer(s.OAuthClients["long"], s.OAuthClients["short"], s.OAuthClients["forged"]); err == nil {
+		b.oauth = s.OAuthServer
+		err = s.writePKI()
+	}
+	if err != nil {
 		close(b.started)
 		_ = b.Close()
 		return nil, fmt.Errorf("start secured cluster: %w", err)
@@ -142,6 +158,7 @@ func StartSecureCluster(ctx context.Context) (*SecureCluster, error) {
 	s.Cluster = b.Source
 	s.SASLSSL = "127.0.0.1:" + strconv.Itoa(s.extraPorts[0])
 	s.MTLS = "127.0.0.1:" + strconv.Itoa(s.extraPorts[1])
+	s.OAuth = "127.0.0.1:" + strconv.Itoa(s.extraPorts[2])
 	s.ReadyIn = time.Since(start)
 	return s, nil
 }
@@ -165,17 +182,22 @@ func (s *SecureCluster) spec() clusterSpec {
 	for _, mech := range []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"} {
 		supers = append(supers, "User:"+s.Users[mech].User)
 	}
+	for _, c := range s.OAuthClients {
+		supers = append(supers, "User:"+c.ID)
+	}
 	return clusterSpec{
-		extraPorts: 2,
+		extraPorts: 3,
 		formatArgs: scram,
+		jvmFlags:   s.OAuthServer.jvmFlags(),
 		props: func(ports []int) map[string]string {
 			addr := func(i int) string { return "127.0.0.1:" + strconv.Itoa(ports[i]) }
-			listeners := "PLAINTEXT://" + addr(0) + ",CONTROLLER://" + addr(1) + ",SASL_SSL://" + addr(2) + ",MTLS://" + addr(3)
+			listeners := "PLAINTEXT://" + addr(0) + ",CONTROLLER://" + addr(1) + ",SASL_SSL://" + addr(2) + ",MTLS://" + addr(3) + ",OAUTH://" + addr(4)
 			const scramModule = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-			return map[string]string{
+			props := s.OAuthServer.brokerProps()
+			maps.Copy(props, map[string]string{
 				"listeners":                          listeners,
 				"advertised.listeners":               listeners,
-				"listener.security.protocol.map":     "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL",
+				"listener.security.protocol.map":     "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL,OAUTH:SASL_SSL",
 				"ssl.keystore.type":                  "PEM",
 				"ssl.keystore.location":              filepath.Join(s.dir, "broker.pem"),
 				"ssl.truststore.type":                "PEM",
@@ -189,7 +211,8 @@ func (s *SecureCluster) spec() clusterSpec {
 				"authorizer.class.name":                                 "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 				"super.users":                                           strings.Join(supers, ";"),
 				"allow.everyone.if.no.acl.found":                        "false",
-			}
+			})
+			return props
 		},
 	}
 }
