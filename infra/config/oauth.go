@@ -53,12 +53,16 @@ func oauthConfig(sc *sarama.Config, p props, e jaasEntry) error {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return p.invalid("sasl.oauthbearer.token.endpoint.url", "want an http or https URL")
 	}
+	// The JAAS options win over the client properties Kafka 4.1 added for them (KIP-1139).
 	tp := &tokenProvider{
-		endpoint: endpoint, clientID: e.options["clientId"], clientSecret: e.options["clientSecret"],
-		scope: e.options["scope"], window: 0.8, timeout: 10 * time.Second, now: time.Now,
+		endpoint:     endpoint,
+		clientID:     cmpOr(e.options["clientId"], strings.TrimSpace(p["sasl.oauthbearer.client.credentials.client.id"].value)),
+		clientSecret: cmpOr(e.options["clientSecret"], p["sasl.oauthbearer.client.credentials.client.secret"].value),
+		scope:        cmpOr(e.options["scope"], strings.TrimSpace(p["sasl.oauthbearer.scope"].value)),
+		window:       0.8, timeout: 10 * time.Second, now: time.Now,
 	}
 	if tp.clientID == "" || tp.clientSecret == "" {
-		return p.invalid("sasl.jaas.config", `OAUTHBEARER wants clientId="..." and clientSecret="..." options`)
+		return p.invalid("sasl.jaas.config", `OAUTHBEARER wants clientId="..." and clientSecret="..." options (or sasl.oauthbearer.client.credentials.client.id and .client.secret)`)
 	}
 	tp.extensions = map[string]string{}
 	for k, v := range e.options {

@@ -168,6 +168,26 @@ func TestOAuthTokenErrors(t *testing.T) {
 	}
 }
 
+// TestOAuthClientProperties: Kafka 4.1's client properties stand in for the JAAS
+// options.
+func TestOAuthClientProperties(t *testing.T) {
+	ts := newTokenServer(t, oauthID, oauthSecret, func(n int) (int, string) {
+		return 200, `{"access_token":"t","expires_in":60}`
+	})
+	props := oauthProps(ts.URL,
+		"source.cluster.sasl.jaas.config", oauthLoginModule+" required;",
+		"source.cluster.sasl.oauthbearer.client.credentials.client.id", oauthID,
+		"source.cluster.sasl.oauthbearer.client.credentials.client.secret", oauthSecret,
+		"source.cluster.sasl.oauthbearer.scope", "s1")
+	tp := mustSarama(t, mustConfig(t, props), SourceConsumer).Net.SASL.TokenProvider
+	if _, err := tp.Token(); err != nil {
+		t.Fatal(err)
+	}
+	if got := ts.lastForm.Get("scope"); got != "s1" {
+		t.Errorf("scope %q", got)
+	}
+}
+
 func TestOAuthConfigProblems(t *testing.T) {
 	cases := []struct {
 		name, key, want string
