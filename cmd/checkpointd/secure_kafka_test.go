@@ -321,15 +321,16 @@ func writeOtherCA(t *testing.T) string {
 	return path
 }
 
-// TestRunOnSecuredClusterWithProviderSecrets runs the service over SASL_SSL
-// (SCRAM-SHA-512, a PKCS12 truststore made by keytool) on both sides, with the
-// truststore password from ${file:...}, the source's JAAS password from ${env:...}
-// and the target's from ${dir:...}, at debug level, until its gate opens; no
-// output may hold a secret.
+// TestRunOnSecuredClusterWithProviderSecrets runs the service, at debug level, on
+// SASL_SSL listeners with a PKCS12 truststore made by keytool: the source with
+// SCRAM-SHA-512, the password from ${env:...}; the target with OAUTHBEARER, the
+// client secret from ${dir:...}; the truststore password from ${file:...}; and
+// misspelled secret keys beside them. Once its gate has opened it is stopped; no
+// output of it or of validate may hold any of the secrets.
 func TestRunOnSecuredClusterWithProviderSecrets(t *testing.T) {
 	s := kafkatest.SharedSecure(t)
 	stores := s.ClientStores(t, "PKCS12")
-	user := s.Users["SCRAM-SHA-512"]
+	user, client := s.Users["SCRAM-SHA-512"], s.OAuthClients["long"]
 	src, tgt := "secsrc", "sectgt"
 	s.EnsureTopic(t, "mm2-offset-syncs."+tgt+".internal", 1, map[string]string{"cleanup.policy": "compact"})
 	s.EnsureTopic(t, src+".checkpoints.internal", 1, map[string]string{"cleanup.policy": "compact"})
@@ -343,33 +344,43 @@ func TestRunOnSecuredClusterWithProviderSecrets(t *testing.T) {
 	if err := os.Mkdir(secretDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(secretDir, "password"), []byte(user.Password), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(secretDir, "client-secret"), []byte(client.Secret), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const envVar = "SECURED_TEST_SCRAM_PASSWORD"
 	t.Setenv(envVar, user.Password)
-	side := func(name, passwordRef string) string {
-		return fmt.Sprintf(`%[1]s.cluster.bootstrap.servers=%[2]s
-%[1]s.cluster.security.protocol=SASL_SSL
-%[1]s.cluster.sasl.mechanism=SCRAM-SHA-512
-%[1]s.cluster.sasl.jaas.config=%[3]s required username="%[4]s" password="%[5]s";
+	const planted = "pl4nted-Misspelled-S3cret"
+	trust := func(side string) string {
+		return fmt.Sprintf(`%[1]s.cluster.security.protocol=SASL_SSL
 %[1]s.cluster.ssl.truststore.type=PKCS12
-%[1]s.cluster.ssl.truststore.location=%[6]s
-%[1]s.cluster.ssl.truststore.password=${file:%[7]s:truststore.password}
-`, name, s.SASLSSL, scramModule, user.User, passwordRef, stores.Truststore, secrets)
+%[1]s.cluster.ssl.truststore.location=%[2]s
+%[1]s.cluster.ssl.truststore.password=${file:%[3]s:truststore.password}
+`, side, stores.Truststore, secrets)
 	}
 	cfg := fmt.Sprintf(`config.providers=file,env,dir
 config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider
 config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider
 config.providers.dir.class=org.apache.kafka.common.config.provider.DirectoryConfigProvider
-source.cluster.alias=%s
-target.cluster.alias=%s
+source.cluster.alias=%[1]s
+target.cluster.alias=%[2]s
 checkpoints.topic.replication.factor=1
 sync.group.offsets.enabled=true
-checkpointd.group.id=%s
+checkpointd.group.id=%[3]s
 checkpointd.metrics.address=127.0.0.1:0
 checkpointd.log.level=debug
-`, src, tgt, kafkatest.UniqueName(t, "checkpointd")) + side("source", "${env:"+envVar+"}") + side("target", "${dir:"+secretDir+":password}")
+source.cluster.bootstrap.servers=%[4]s
+source.cluster.sasl.mechanism=SCRAM-SHA-512
+source.cluster.sasl.jaas.config=%[5]s required username="%[6]s" password="${env:%[7]s}";
+target.cluster.bootstrap.servers=%[8]s
+target.cluster.sasl.mechanism=OAUTHBEARER
+target.cluster.sasl.login.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler
+target.cluster.sasl.oauthbearer.token.endpoint.url=%[9]s
+target.cluster.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="%[10]s" clientSecret="${dir:%[11]s:client-secret}";
+source.cluster.sasl.jaas.confg=%[5]s required username="x" password="%[12]s";
+source.admin.basic.auth.user.info=u:%[12]s
+target.producer.ssl.keystore.pasword=%[12]s
+`, src, tgt, kafkatest.UniqueName(t, "checkpointd"), s.SASLSSL, scramModule, user.User, envVar,
+		s.OAuth, s.OAuthServer.TokenURL, client.ID, secretDir, planted) + trust("source") + trust("target")
 	path := filepath.Join(dir, "mm2-checkpoint.properties")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -405,7 +416,8 @@ checkpointd.log.level=debug
 	if !strings.Contains(out, "DEBUG") {
 		t.Fatalf("no debug output:\n%s", out)
 	}
-	for what, secret := range map[string]string{"SCRAM password": user.Password, "truststore password": stores.StorePassword} {
+	for what, secret := range map[string]string{"SCRAM password": user.Password, "truststore password": stores.StorePassword,
+		"OAuth client secret": client.Secret, "misspelled keys' secret": planted} {
 		if strings.Contains(out, secret) {
 			t.Errorf("the %s was printed:\n%s", what, out)
 		}

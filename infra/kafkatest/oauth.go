@@ -101,10 +101,14 @@ func (o *OAuthServer) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	jwt, err := o.sign(key, map[string]any{
+	claims := map[string]any{
 		"iss": o.Issuer, "sub": c.ID, "aud": o.Audience, "iat": now.Unix(), "nbf": now.Unix() - 1,
-		"exp": now.Add(c.Lifetime).Unix(), "scope": r.PostForm.Get("scope"),
-	})
+		"exp": now.Add(c.Lifetime).Unix(),
+	}
+	if scope := r.PostForm.Get("scope"); scope != "" {
+		claims["scope"] = scope // Kafka refuses an empty scope claim
+	}
+	jwt, err := o.sign(key, claims)
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 		return
