@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,14 +74,42 @@ func oauthConfig(sc *sarama.Config, p props, e jaasEntry) error {
 	if err := oauthTimings(p, tp); err != nil {
 		return err
 	}
-	if sc.Net.TLS.Config != nil {
-		tp.client = &http.Client{Transport: &http.Transport{TLSClientConfig: sc.Net.TLS.Config.Clone()}}
-	} else {
-		tp.client = &http.Client{}
+	client, err := tokenEndpointClient(p, e)
+	if err != nil {
+		return err
 	}
+	tp.client = client
 	sc.Net.SASL.Mechanism = sarama.SASLTypeOAuth
 	sc.Net.SASL.TokenProvider = tp
 	return nil
+}
+
+// tokenEndpointClient is the HTTP client for the token endpoint. As in Kafka, it trusts
+// the system's roots, not the client's ssl.truststore.* (which is for the brokers),
+// unless the JAAS config carries its own ssl.truststore.location (with .type and
+// .password) or ssl.truststore.certificates options.
+func tokenEndpointClient(p props, e jaasEntry) (*http.Client, error) {
+	jp := props{}
+	for k, v := range e.options {
+		if strings.HasPrefix(k, "ssl.") {
+			jp[k] = clientProp{value: v, key: p["sasl.jaas.config"].key + " option " + k}
+		}
+	}
+	if len(jp) == 0 {
+		return &http.Client{}, nil
+	}
+	roots, err := truststore(jp)
+	if err != nil {
+		var ce *clientError
+		if errors.As(err, &ce) {
+			// Reported under the JAAS config, naming its option; its value is secret.
+			_, option, _ := strings.Cut(ce.key, " option ")
+			return nil, &clientError{key: p["sasl.jaas.config"].key, msg: fmt.Sprintf("option %s (the token endpoint's truststore): %s", option, ce.msg)}
+		}
+		return nil, err
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}, nil
 }
 
 // oauthTimings reads the login timeouts and the refresh window.

@@ -188,6 +188,45 @@ func TestOAuthClientProperties(t *testing.T) {
 	}
 }
 
+// TestOAuthTokenEndpointTLS: the token endpoint is verified against the system's
+// roots, as Kafka does, not the brokers' truststore; a truststore given as JAAS
+// options (Kafka's way for the token endpoint) is used instead when present.
+func TestOAuthTokenEndpointTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"access_token":"t","expires_in":60}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	idpCA := write(t, dir, "idp-ca.pem", pemOf("CERTIFICATE", srv.Certificate().Raw))
+	brokerCA := write(t, dir, "broker-ca.pem", newPKI(t).caPEM)
+	jaasWith := func(options string) string {
+		return oauthLoginModule + ` required clientId="c" clientSecret="s" ` + options + `;`
+	}
+	cases := []struct {
+		name  string
+		props map[string]string
+		ok    bool
+	}{
+		{"system roots only", oauthProps(srv.URL, "source.cluster.sasl.jaas.config", jaasWith("")), false},
+		{"the brokers' truststore is not used", oauthProps(srv.URL, "source.cluster.security.protocol", "SASL_SSL",
+			"source.cluster.ssl.truststore.location", idpCA, "source.cluster.sasl.jaas.config", jaasWith("")), false},
+		{"a truststore in the JAAS options", oauthProps(srv.URL, "source.cluster.security.protocol", "SASL_SSL",
+			"source.cluster.ssl.truststore.location", brokerCA, "source.cluster.sasl.jaas.config", jaasWith(`ssl.truststore.location="`+idpCA+`" ssl.truststore.type="PEM"`)), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := mustSarama(t, mustConfig(t, tc.props), SourceConsumer).Net.SASL.TokenProvider.Token()
+			if (err == nil) != tc.ok {
+				t.Errorf("token: %v, want success %v", err, tc.ok)
+			}
+		})
+	}
+	_, rep, err := FromProperties(oauthProps(srv.URL, "source.cluster.sasl.jaas.config", jaasWith(`ssl.truststore.location="/nowhere.pem"`)), nil, nil)
+	if err == nil || len(rep.Problems) != 1 || rep.Problems[0].Key != "source.cluster.sasl.jaas.config" || !strings.Contains(rep.Problems[0].Message, "option ssl.truststore.location") {
+		t.Errorf("a missing JAAS truststore: %v", rep.Problems)
+	}
+}
+
 func TestOAuthConfigProblems(t *testing.T) {
 	cases := []struct {
 		name, key, want string
