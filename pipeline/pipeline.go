@@ -15,6 +15,7 @@ import (
 	"github.com/checkpointd/checkpointd/handlers/filter"
 	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/infra/config"
+	"github.com/checkpointd/checkpointd/infra/health"
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
 	"github.com/checkpointd/checkpointd/infra/metrics"
 	"github.com/checkpointd/checkpointd/infra/targetgroups"
@@ -42,6 +43,7 @@ type Pipeline struct {
 
 	traceGroups map[string]string       // handler -> consumer group, for span attributes
 	probes      []*metrics.ClusterProbe // clusters /readyz checks
+	health      *health.Registry        // stages /readyz checks
 
 	closers []func() error
 }
@@ -65,7 +67,8 @@ func New(ctx context.Context, cfg *config.Config, opt ...Option) (*Pipeline, err
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
-	p := &Pipeline{cfg: cfg, opts: o, logger: o.logger, traceGroups: make(map[string]string)}
+	p := &Pipeline{cfg: cfg, opts: o, logger: o.logger, traceGroups: make(map[string]string),
+		health: health.New(cfg.StageFailureTimeout, o.logger)}
 	if err := p.build(ctx); err != nil {
 		p.close()
 		return nil, err
@@ -126,6 +129,8 @@ func (p *Pipeline) build(ctx context.Context) error {
 		return fmt.Errorf("checkpoint publisher on target cluster %q: %w", p.cfg.TargetAlias, err)
 	}
 	p.closers = append(p.closers, pub.Close)
+	target := clusterName("target", p.cfg.TargetAlias)
+	pub = healthPublisher{Publisher: pub, stage: p.health.Stage(StageCheckpointWriter, target, readerRetryGap)}
 	p.outbox = handlers.NewOutbox(pub, topics.Checkpoints, handlers.DefaultOutboxBatch, log)
 
 	observer := p.opts.observer
@@ -155,18 +160,20 @@ func (p *Pipeline) build(ctx context.Context) error {
 
 	// Index stage: the offset syncs, read whole by every instance.
 	syncRole, syncCluster := config.SourceConsumer, p.cfg.Source
-	syncAlias := p.cfg.SourceAlias
+	syncAlias, syncName := p.cfg.SourceAlias, clusterName("source", p.cfg.SourceAlias)
 	if topics.OffsetSyncsOnTarget {
-		syncRole, syncCluster, syncAlias = config.TargetConsumer, p.cfg.Target, p.cfg.TargetAlias
+		syncRole, syncCluster, syncAlias, syncName = config.TargetConsumer, p.cfg.Target, p.cfg.TargetAlias, target
 	}
-	syncReader, err := p.logReader(syncRole, syncCluster.BootstrapServers, syncAlias)
+	syncReader, err := p.logReader(syncRole, syncCluster.BootstrapServers, syncAlias,
+		p.health.Stage(StageOffsetSyncsReader, syncName, readerRetryGap))
 	if err != nil {
 		return fmt.Errorf("offset-syncs reader: %w", err)
 	}
 	p.translate.AddConsumerHandler("index_offset_syncs", topics.OffsetSyncs, syncReader, p.checkpointer.HandleOffsetSync)
 
 	// Restore what was emitted before: the checkpoints topic, read whole.
-	tailReader, err := p.logReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias)
+	tailReader, err := p.logReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias,
+		p.health.Stage(StageCheckpointsReader, target, readerRetryGap))
 	if err != nil {
 		return fmt.Errorf("checkpoints reader: %w", err)
 	}
@@ -202,11 +209,20 @@ func (p *Pipeline) instrument(targetClient sarama.Client) error {
 	if err != nil {
 		return fmt.Errorf("source admin client config: %w", err)
 	}
-	source := metrics.DialClusterProbe("source "+p.cfg.SourceAlias, func() (sarama.Client, error) {
-		return kafkalog.NewClient(p.cfg.Source.BootstrapServers, sourceCfg)
+	targetCfg, err := p.cfg.SaramaConfig(config.TargetAdmin)
+	if err != nil {
+		return fmt.Errorf("target admin client config: %w", err)
+	}
+	// Each probe has a client of its own: behind the pipeline's requests on
+	// a shared connection, a probe would wait as long as they do.
+	source := metrics.DialClusterProbe(clusterName("source", p.cfg.SourceAlias), func() (sarama.Client, error) {
+		return kafkalog.NewClient(p.cfg.Source.BootstrapServers, probeConfig(sourceCfg))
 	})
-	p.closers = append(p.closers, source.Close)
-	p.probes = []*metrics.ClusterProbe{source, metrics.NewClusterProbe("target "+p.cfg.TargetAlias, targetClient)}
+	target := metrics.DialClusterProbe(clusterName("target", p.cfg.TargetAlias), func() (sarama.Client, error) {
+		return kafkalog.NewClient(p.cfg.Target.BootstrapServers, probeConfig(targetCfg))
+	})
+	p.closers = append(p.closers, source.Close, target.Close)
+	p.probes = []*metrics.ClusterProbe{source, target}
 
 	m := p.opts.metrics
 	if m == nil {
@@ -239,18 +255,26 @@ func (p *Pipeline) instrument(targetClient sarama.Client) error {
 }
 
 // Ready reports nil once the gate is open (the offset syncs and the
-// checkpoints were read to their end) and both clusters answer, else why not:
-// the check behind /readyz.
+// checkpoints were read to their end), both clusters answer and no stage has
+// been failing for longer than checkpointd.health.stage.failure.timeout.ms;
+// else every reason, naming the cluster and the stage: the check behind
+// /readyz. It takes no lock of the pipeline's handlers and waits for a
+// cluster at most a few hundred milliseconds (metrics.ClusterProbe), so it
+// answers within a second whatever the clusters do.
 func (p *Pipeline) Ready(ctx context.Context) error {
+	var reasons []error
 	if !p.checkpointer.GateOpen() {
-		return errors.New("gate closed: offset syncs and checkpoints not read to their end yet")
+		reasons = append(reasons, errGateClosed)
 	}
 	for _, probe := range p.probes {
 		if err := probe.Check(ctx); err != nil {
-			return err
+			reasons = append(reasons, err)
 		}
 	}
-	return nil
+	if err := p.health.Check(); err != nil {
+		reasons = append(reasons, err)
+	}
+	return joinReasons(reasons)
 }
 
 func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) error {
@@ -258,10 +282,11 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 	if err != nil {
 		return err
 	}
-	newLeaseReader := func(suffix string) (message.Subscriber, error) {
+	newLeaseReader := func(suffix, stage string) (message.Subscriber, error) {
 		// One checkpoint per message: the handlers take single records.
 		return p.shardedReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias,
-			p.cfg.GroupID+"-"+suffix, false, batching{})
+			p.cfg.GroupID+"-"+suffix, false, batching{},
+			p.health.Stage(stage, clusterName("target", p.cfg.TargetAlias), readerRetryGap))
 	}
 	if p.cfg.SyncGroupOffsets {
 		var onResult func(string, messages.TopicPartition, groupsync.Reason, time.Time, time.Time)
@@ -273,7 +298,8 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			return fmt.Errorf("target groups: %w", err)
 		}
 		p.closers = append(p.closers, tg.Close) // its commit connections; closed before targetClient
-		var target handlers.TargetGroups = targetgroups.SyncTarget{Client: tg}
+		var target handlers.TargetGroups = healthTargetGroups{TargetGroups: targetgroups.SyncTarget{Client: tg},
+			stage: p.health.Stage(StageTargetCommits, clusterName("target", p.cfg.TargetAlias), p.cfg.SyncGroupOffsetsInterval)}
 		if p.opts.tracer != nil {
 			target = telemetry.TraceTargetGroups(target, p.opts.tracer)
 		}
@@ -284,7 +310,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			OnResult:      onResult,
 			Logger:        p.logger,
 		})
-		sub, err := newLeaseReader("commit")
+		sub, err := newLeaseReader("commit", StageCommitLease)
 		if err != nil {
 			return fmt.Errorf("commit-router reader: %w", err)
 		}
@@ -294,7 +320,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 	for _, h := range p.opts.checkpointHandlers {
 		// Each handler holds its own lease: handlers sharing one group would
 		// split the topic's single partition between them.
-		sub, err := newLeaseReader("handler-" + h.name)
+		sub, err := newLeaseReader("handler-"+h.name, "checkpoint handler "+h.name+" lease")
 		if err != nil {
 			return fmt.Errorf("reader for handler %s: %w", h.name, err)
 		}

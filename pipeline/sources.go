@@ -12,6 +12,7 @@ import (
 	"github.com/checkpointd/checkpointd/handlers/filter"
 	"github.com/checkpointd/checkpointd/infra/adminpoll"
 	"github.com/checkpointd/checkpointd/infra/config"
+	"github.com/checkpointd/checkpointd/infra/health"
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
 )
 
@@ -40,7 +41,7 @@ func (p *Pipeline) commitSource(ctx context.Context, groups filter.Matcher) (mes
 	switch mode {
 	case SourceOffsetsLog:
 		sub, err := p.shardedReader(config.SourceConsumer, p.cfg.Source.BootstrapServers, p.cfg.SourceAlias, p.cfg.GroupID, true,
-			batching{records: commitSourceBatch, behind: commitSourceBatch})
+			batching{records: commitSourceBatch, behind: commitSourceBatch}, p.sourceCommitStage())
 		if err != nil {
 			return nil, "", fmt.Errorf("__consumer_offsets reader: %w", err)
 		}
@@ -60,6 +61,7 @@ func (p *Pipeline) commitSource(ctx context.Context, groups filter.Matcher) (mes
 			Groups:   groups,
 			Interval: p.cfg.AdminPollInterval,
 			Logger:   p.logger,
+			OnPoll:   reportTo(p.sourceCommitStage()),
 		})
 		if err != nil {
 			return nil, "", fmt.Errorf("admin poller: %w", err)
@@ -110,13 +112,13 @@ func (p *Pipeline) offsetsLogReadable(ctx context.Context) (bool, string) {
 	return true, ""
 }
 
-func (p *Pipeline) logReader(role config.Role, brokers []string, cluster string) (message.Subscriber, error) {
+func (p *Pipeline) logReader(role config.Role, brokers []string, cluster string, stage *health.Stage) (message.Subscriber, error) {
 	cfg, err := p.cfg.SaramaConfig(role)
 	if err != nil {
 		return nil, err
 	}
 	return kafkalog.NewLogReader(kafkalog.LogReaderConfig{
-		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger, Hooks: p.readerHooks(),
+		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger, Hooks: p.stageHooks(stage),
 			BatchRecords: wholeTopicBatch},
 	})
 }
@@ -144,14 +146,14 @@ type batching struct {
 	behind  int64
 }
 
-func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, group string, readCommitted bool, batch batching) (message.Subscriber, error) {
+func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, group string, readCommitted bool, batch batching, stage *health.Stage) (message.Subscriber, error) {
 	cfg, err := p.cfg.SaramaConfig(role)
 	if err != nil {
 		return nil, err
 	}
 	return kafkalog.NewShardedReader(kafkalog.ShardedReaderConfig{
 		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger,
-			ReadCommitted: readCommitted, Hooks: p.readerHooks(), BatchRecords: batch.records, BatchBehind: batch.behind},
+			ReadCommitted: readCommitted, Hooks: p.stageHooks(stage), BatchRecords: batch.records, BatchBehind: batch.behind},
 		GroupID: group,
 		// Cooperative: a member joining or leaving moves only the partitions
 		// that change owner, so the others need not replay theirs. Chosen
@@ -161,10 +163,18 @@ func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, gr
 	})
 }
 
-// readerHooks feed the readers' positions and lag to the metrics, if any.
-func (p *Pipeline) readerHooks() kafkalog.Hooks {
-	if p.opts.metrics == nil {
-		return kafkalog.Hooks{}
+// sourceCommitStage is the health of the source commit reader, either kind.
+func (p *Pipeline) sourceCommitStage() *health.Stage {
+	return p.health.Stage(StageSourceCommitReader, clusterName("source", p.cfg.SourceAlias), max(readerRetryGap, p.cfg.AdminPollInterval))
+}
+
+// reportTo turns an outcome into a stage's Success or Failure.
+func reportTo(stage *health.Stage) func(error) {
+	return func(err error) {
+		if err != nil {
+			stage.Failure(err)
+			return
+		}
+		stage.Success()
 	}
-	return kafkalog.Hooks{OnRecord: p.opts.metrics.ReaderRecord}
 }

@@ -40,6 +40,9 @@ type Config struct {
 	NackResendDelay time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// OnPoll, if set, hears each poll's outcome: nil when it read offsets
+	// (or there was nothing to read), else why nothing could be read.
+	OnPoll func(err error)
 }
 
 const (

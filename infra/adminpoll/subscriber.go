@@ -118,6 +118,9 @@ func (s *Subscriber) run(ctx context.Context, topic string, out chan<- *message.
 		log.Debug("admin poll", "duration", time.Since(start).Round(time.Millisecond),
 			"groups", len(res.offsets)+len(res.failed), "failed_groups", len(res.failed), "changes", len(changes))
 		failing.log(log, res, listErr)
+		if s.cfg.OnPoll != nil {
+			s.cfg.OnPoll(pollOutcome(res, listErr))
+		}
 
 		for _, ch := range changes {
 			msg, err := record(ch, seq, start)
@@ -223,4 +226,19 @@ func (s *Subscriber) sleep(ctx context.Context, d time.Duration) error {
 	case <-s.closing:
 		return errClosed
 	}
+}
+
+// pollOutcome is a poll's error for Config.OnPoll: a poll that read no
+// group's offsets because listing or every fetch failed.
+func pollOutcome(res pollResult, listErr error) error {
+	if len(res.offsets) > 0 {
+		return nil
+	}
+	if listErr != nil {
+		return fmt.Errorf("listing groups: %w", listErr)
+	}
+	for g, err := range res.failed {
+		return fmt.Errorf("fetching offsets of group %q (and %d more): %w", g, len(res.failed)-1, err)
+	}
+	return nil
 }

@@ -57,6 +57,10 @@ type Config struct {
 	MetricsGroupLabels bool
 	KafkaVersion       sarama.KafkaVersion
 
+	// StageFailureTimeout is how long a stage may keep failing before the
+	// instance is not ready (checkpointd.health.stage.failure.timeout.ms).
+	StageFailureTimeout time.Duration
+
 	// Raw holds every property after overrides (and, for an MM2 driver file, after
 	// mapping it onto connector keys), as given. It includes secrets: print Effective.
 	Raw map[string]string

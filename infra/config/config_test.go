@@ -184,7 +184,7 @@ func TestDefaults(t *testing.T) {
 		CheckpointsTopicReplicationFactor: 3, TasksMax: 1, ConsumerPollTimeout: time.Second,
 		AdminTimeout: time.Minute, CommitSource: "auto", AdminPollInterval: time.Second, RefreshInterval: time.Second,
 		MetricsAddress: "127.0.0.1:9464", HealthAddress: "127.0.0.1:9464", LogFormat: "text",
-		LogLevel: "info", GroupID: "checkpointd-A-B", MetricsGroupLabels: true,
+		LogLevel: "info", GroupID: "checkpointd-A-B", MetricsGroupLabels: true, StageFailureTimeout: 30 * time.Second,
 		Groups: ".*", GroupsExclude: "console-consumer-.*, connect-.*, __.*",
 		Topics: ".*", TopicsExclude: `mm2.*\.internal, .*\.replica, __.*`,
 	}
@@ -240,6 +240,7 @@ func TestValidValues(t *testing.T) {
 		}},
 		{"metrics off", with("checkpointd.metrics.address", ""), func(c *Config) bool { return c.MetricsAddress == "" && c.HealthAddress == "" }},
 		{"group id", with("checkpointd.group.id", "mine"), func(c *Config) bool { return c.GroupID == "mine" }},
+		{"stage failure timeout", with("checkpointd.health.stage.failure.timeout.ms", "5000"), func(c *Config) bool { return c.StageFailureTimeout == 5*time.Second }},
 		{"older Kafka", with("checkpointd.kafka.version", "3.6.0"), func(c *Config) bool { return c.KafkaVersion.String() == "3.6.0" }},
 		{"log settings ignore case", with("checkpointd.log.level", "DEBUG", "checkpointd.log.format", "JSON"), func(c *Config) bool {
 			return c.LogLevel == "debug" && c.LogFormat == "json"
@@ -307,6 +308,7 @@ func TestInvalidValuesNameKeyValueAndAllowed(t *testing.T) {
 		{"admin poll interval", with("checkpointd.admin.poll.interval.ms", "5"), "checkpointd.admin.poll.interval.ms", []string{"10 or more"}},
 		{"metrics address", with("checkpointd.metrics.address", "localhost"), "checkpointd.metrics.address", []string{"host:port"}},
 		{"health address", with("checkpointd.health.address", "x:y"), "checkpointd.health.address", []string{"host:port"}},
+		{"stage failure timeout", with("checkpointd.health.stage.failure.timeout.ms", "0"), "checkpointd.health.stage.failure.timeout.ms", []string{"1 or more"}},
 		{"log format", with("checkpointd.log.format", "xml"), "checkpointd.log.format", []string{"text, json"}},
 		{"log level", with("checkpointd.log.level", "trace"), "checkpointd.log.level", []string{"debug, info, warn, error"}},
 		{"group id", with("checkpointd.group.id", ""), "checkpointd.group.id", []string{"consumer group"}},

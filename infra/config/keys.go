@@ -70,6 +70,7 @@ var connectorKeys = []keySpec{
 	{"checkpointd.checkpoints.refresh.interval.ms", "1000", typed},
 	{"checkpointd.metrics.address", defaultMetricsAddress, typed},
 	{"checkpointd.health.address", "", typed},
+	{"checkpointd.health.stage.failure.timeout.ms", "30000", typed},
 	{"checkpointd.log.format", "text", typed},
 	{"checkpointd.log.level", "info", typed},
 	{"checkpointd.instance.id", "", freeText},

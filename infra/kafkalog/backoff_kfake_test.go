@@ -2,6 +2,8 @@ package kafkalog_test
 
 import (
 	"log/slog"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,7 +48,13 @@ func TestReadersBackOffOnAuthorizationErrors(t *testing.T) {
 			scfg.Metadata.Retry.Max = 0
 			logs := &logBuffer{t: t}
 			logs.dumpOnFailure()
+			var hookErrs atomic.Int64
+			var lastHookErr atomic.Value
 			reader, err := tt.new(kafkalog.ReaderConfig{
+				Hooks: kafkalog.Hooks{OnError: func(_ string, err error) {
+					hookErrs.Add(1)
+					lastHookErr.Store(err.Error())
+				}},
 				Brokers:         cluster.ListenAddrs(),
 				Sarama:          scfg,
 				Cluster:         "fake",
@@ -70,6 +78,12 @@ func TestReadersBackOffOnAuthorizationErrors(t *testing.T) {
 			lines := logs.lines("cannot read topic metadata", "topic="+topic, "cluster=fake", "uthoriz")
 			if len(lines) < 3 || len(lines) > 12 {
 				t.Errorf("%d authorization warnings in 2s, want about seven", len(lines))
+			}
+			// Each failure reaches Hooks.OnError too, for /readyz.
+			if n := hookErrs.Load(); n < int64(len(lines)) {
+				t.Errorf("Hooks.OnError heard %d failures, the log %d", n, len(lines))
+			} else if msg, _ := lastHookErr.Load().(string); !strings.Contains(msg, "uthoriz") {
+				t.Errorf("Hooks.OnError's last error %q names no authorization failure", msg)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package kafkalog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/IBM/sarama"
@@ -27,9 +28,11 @@ func connect(ctx context.Context, cfg *ReaderConfig, saramaCfg *sarama.Config, l
 		select {
 		case res := <-done:
 			if res.err == nil {
+				cfg.Hooks.ready("")
 				return res.client
 			}
 			log.Warn("cannot connect to cluster", "brokers", cfg.Brokers, "error", res.err)
+			cfg.Hooks.failed("", fmt.Errorf("connect to %v: %w", cfg.Brokers, res.err))
 		case <-ctx.Done():
 			go func() {
 				if res := <-done; res.client != nil {
@@ -65,6 +68,7 @@ func awaitTopic(ctx context.Context, cfg *ReaderConfig, client sarama.Client, to
 			waiting = true
 		default: // authorization and the like: say so every time, the backoff paces it
 			log.Warn("cannot read topic metadata", "error", err)
+			cfg.Hooks.failed(topic, fmt.Errorf("topic %s metadata: %w", topic, err))
 		}
 		if !bo.wait(ctx) {
 			return nil

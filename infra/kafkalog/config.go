@@ -23,6 +23,24 @@ type Hooks struct {
 	// several records (ReaderConfig.BatchRecords) it is called once, with
 	// the offset of the last record the message covered.
 	OnRecord func(topic string, partition int32, offset, highWatermark int64)
+	// OnError is called when the reader fails to reach the cluster, the
+	// topic, a partition or its consumer group (it retries with backoff).
+	OnError func(topic string, err error)
+	// OnReady is called when the reader has (again) connected, or joined
+	// its consumer group: what OnError reported is over.
+	OnReady func(topic string)
+}
+
+func (h Hooks) failed(topic string, err error) {
+	if h.OnError != nil {
+		h.OnError(topic, err)
+	}
+}
+
+func (h Hooks) ready(topic string) {
+	if h.OnReady != nil {
+		h.OnReady(topic)
+	}
 }
 
 // ReaderConfig is what both readers share.

@@ -3,6 +3,7 @@ package kafkalog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -76,6 +77,7 @@ func (s *logSubscription) run(ctx context.Context) {
 		current, err := topicPartitions(client, s.topic)
 		if err != nil {
 			s.log.Warn("cannot refresh topic partitions", "error", err)
+			s.cfg.Hooks.failed(s.topic, fmt.Errorf("topic %s metadata: %w", s.topic, err))
 			continue
 		}
 		for _, p := range current {
@@ -103,6 +105,7 @@ func (s *logSubscription) bounds(ctx context.Context, client sarama.Client, part
 			}
 		}
 		s.log.Warn("cannot list partition offsets", "error", err)
+		s.cfg.Hooks.failed(s.topic, fmt.Errorf("list offsets: %w", err))
 		if !bo.wait(ctx) {
 			return nil, nil, false
 		}
@@ -140,6 +143,7 @@ func (s *logSubscription) readPartition(ctx context.Context, consumer sarama.Con
 		}
 		if err != nil {
 			log.Warn("cannot consume partition", "offset", offset, "error", err)
+			s.cfg.Hooks.failed(s.topic, fmt.Errorf("consume partition %d: %w", r.partition, err))
 			if !bo.wait(ctx) {
 				return
 			}

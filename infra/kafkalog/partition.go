@@ -217,5 +217,6 @@ func (r *partitionReader) consumerError(cerr *sarama.ConsumerError) bool {
 		return true
 	}
 	r.log.Warn("partition consumer error", "partition", r.partition, "error", cerr.Err)
+	r.cfg.Hooks.failed(r.topic, cerr)
 	return false
 }

@@ -50,6 +50,7 @@ func (s *shardedSubscription) run(ctx context.Context) {
 	go func() {
 		for err := range group.Errors() {
 			s.log.Warn("consumer group error", "error", err)
+			s.cfg.Hooks.failed(s.topic, fmt.Errorf("consumer group %s: %w", s.cfg.GroupID, err))
 		}
 	}()
 
@@ -74,6 +75,7 @@ func (s *shardedSubscription) run(ctx context.Context) {
 			}
 		default:
 			s.log.Warn("consumer group session failed", "error", err)
+			s.cfg.Hooks.failed(s.topic, fmt.Errorf("consumer group %s: %w", s.cfg.GroupID, err))
 		}
 		if !bo.wait(ctx) {
 			return
@@ -86,6 +88,7 @@ type claimHandler struct{ s *shardedSubscription }
 
 func (h claimHandler) Setup(sess sarama.ConsumerGroupSession) error {
 	h.s.log.Info("joined consumer group", "generation", sess.GenerationID(), "partitions", sess.Claims()[h.s.topic])
+	h.s.cfg.Hooks.ready(h.s.topic)
 	return nil
 }
 
@@ -162,6 +165,7 @@ func (s *shardedSubscription) claimBounds(ctx context.Context, p int32, log *slo
 			}
 		}
 		log.Warn("cannot list the partition's offsets", "error", err)
+		s.cfg.Hooks.failed(s.topic, fmt.Errorf("list offsets of partition %d: %w", p, err))
 		if !bo.wait(ctx) {
 			return 0, 0, false
 		}

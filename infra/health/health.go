@@ -1,0 +1,199 @@
+// Package health keeps what /readyz reports about the pipeline's stages.
+//
+// Each stage (a reader, the checkpoint publisher, the commit stage) reports
+// into a Stage: Failure when an attempt against its cluster failed, Success
+// when one went through. A stage that has been failing without a success for
+// longer than the failure timeout makes the instance not ready, with the
+// stage, its cluster and the last error as the reason. Reading the state never
+// waits on the stages: it takes one short lock per stage.
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultFailureTimeout is how long a stage may fail before the instance is
+// not ready (checkpointd.health.stage.failure.timeout.ms).
+const DefaultFailureTimeout = 30 * time.Second
+
+// Registry holds the stages of one pipeline.
+type Registry struct {
+	timeout time.Duration
+	logger  *slog.Logger
+	now     func() time.Time
+
+	mu     sync.Mutex
+	stages []*Stage
+}
+
+// Option configures a Registry.
+type Option func(*Registry)
+
+// WithClock replaces time.Now, for tests.
+func WithClock(now func() time.Time) Option { return func(r *Registry) { r.now = now } }
+
+// New makes a registry whose stages turn the instance not ready after
+// failing for timeout (DefaultFailureTimeout when timeout ≤ 0).
+func New(timeout time.Duration, logger *slog.Logger, opt ...Option) *Registry {
+	if timeout <= 0 {
+		timeout = DefaultFailureTimeout
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	r := &Registry{timeout: timeout, logger: logger, now: time.Now}
+	for _, o := range opt {
+		o(r)
+	}
+	return r
+}
+
+// Timeout is the failure timeout.
+func (r *Registry) Timeout() time.Duration { return r.timeout }
+
+// Stage adds a stage that talks to cluster. retryGap is the longest pause
+// its retries take while it keeps failing (its retry backoff, or the retry
+// interval of the commit stage): a stage that reported no failure for
+// longer than the timeout plus twice that gap has stopped failing, even
+// without a success to say so (an idle stage has nothing to succeed at).
+func (r *Registry) Stage(name, cluster string, retryGap time.Duration) *Stage {
+	s := &Stage{
+		name: name, cluster: cluster, now: r.now, timeout: r.timeout,
+		quiet:  r.timeout + 2*max(retryGap, 0),
+		logger: r.logger.With("stage", name, "cluster", cluster),
+	}
+	r.mu.Lock()
+	r.stages = append(r.stages, s)
+	r.mu.Unlock()
+	return s
+}
+
+// Check returns nil when no stage has been failing for longer than the
+// timeout, else an error naming each failing stage, its cluster, for how
+// long and the last error, on one line.
+func (r *Registry) Check() error {
+	r.mu.Lock()
+	stages := append([]*Stage(nil), r.stages...)
+	r.mu.Unlock()
+	var reasons []string
+	for _, s := range stages {
+		if err := s.Check(); err != nil {
+			reasons = append(reasons, err.Error())
+		}
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(reasons, "; "))
+}
+
+// Stage is the health of one stage. Its methods are safe for concurrent use;
+// Success costs one atomic load while the stage is healthy, so it can be
+// called per record.
+type Stage struct {
+	name, cluster  string
+	timeout, quiet time.Duration
+	now            func() time.Time
+	logger         *slog.Logger
+
+	failing atomic.Bool // mirrors since != zero, for Success's fast path
+
+	mu       sync.Mutex
+	since    time.Time // first failure after the last success; zero when healthy
+	last     time.Time // latest failure
+	lastErr  error
+	failures int  // since `since`
+	reported bool // the failure made Check fail and was logged
+}
+
+// Name is the stage's name.
+func (s *Stage) Name() string { return s.name }
+
+// Success reports an attempt that went through: the stage is healthy again.
+func (s *Stage) Success() {
+	if s == nil || !s.failing.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.since.IsZero() {
+		return
+	}
+	level := slog.LevelDebug // a failure that never made the instance not ready is no state change
+	if s.reported {
+		level = slog.LevelInfo
+	}
+	s.logger.Log(context.Background(), level, "stage recovered",
+		"failed_for", s.now().Sub(s.since).Round(time.Millisecond), "failures", s.failures)
+	s.reset()
+}
+
+// Failure reports an attempt that failed with err.
+func (s *Stage) Failure(err error) {
+	if s == nil {
+		return
+	}
+	if err == nil {
+		err = errors.New("unknown error")
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.since.IsZero() && now.Sub(s.last) > s.quiet {
+		s.reset() // the earlier failures ended long ago
+	}
+	if s.since.IsZero() {
+		s.since = now
+		s.failing.Store(true)
+	}
+	s.last, s.lastErr = now, err
+	s.failures++
+}
+
+func (s *Stage) reset() {
+	s.since, s.last, s.lastErr, s.failures, s.reported = time.Time{}, time.Time{}, nil, 0, false
+	s.failing.Store(false)
+}
+
+// Check returns nil unless the stage has been failing for longer than the
+// timeout, else why, naming the stage and its cluster.
+func (s *Stage) Check() error {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.since.IsZero() || now.Sub(s.last) > s.quiet || now.Sub(s.since) < s.timeout {
+		return nil
+	}
+	if !s.reported {
+		s.reported = true
+		s.logger.Warn("stage failing longer than the timeout: instance not ready",
+			"failing_for", now.Sub(s.since).Round(time.Second), "timeout", s.timeout, "failures", s.failures,
+			"error", OneLine(s.lastErr.Error()))
+	}
+	return fmt.Errorf("stage %s on cluster %s failing for %s (%d failures, last %s ago): %s",
+		s.name, s.cluster, now.Sub(s.since).Round(time.Second), s.failures,
+		now.Sub(s.last).Round(100*time.Millisecond), OneLine(s.lastErr.Error()))
+}
+
+// OneLine puts a message on one line: line breaks and the indentation after
+// them become " | ".
+func OneLine(msg string) string {
+	if !strings.ContainsAny(msg, "\r\n") {
+		return msg
+	}
+	lines := strings.FieldsFunc(msg, func(r rune) bool { return r == '\n' || r == '\r' })
+	out := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, " | ")
+}

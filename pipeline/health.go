@@ -1,0 +1,163 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/checkpointd/checkpointd/handlers"
+	"github.com/checkpointd/checkpointd/handlers/groupsync"
+	"github.com/checkpointd/checkpointd/infra/health"
+	"github.com/checkpointd/checkpointd/infra/kafkalog"
+	"github.com/checkpointd/checkpointd/messages"
+)
+
+// Stage names in /readyz and the logs.
+const (
+	StageOffsetSyncsReader  = "offset-syncs reader"
+	StageCheckpointsReader  = "checkpoints reader"
+	StageSourceCommitReader = "source commit reader"
+	StageCheckpointWriter   = "checkpoint publisher"
+	StageCommitLease        = "commit lease"
+	StageTargetCommits      = "target commits"
+)
+
+// readerRetryGap is the longest pause of the readers' and the outbox's
+// retries (kafkalog.ReaderConfig.MaxRetryBackoff, the outbox's 10 s).
+const readerRetryGap = 10 * time.Second
+
+// clusterName names a cluster by its role and alias, e.g. `target "us"`.
+func clusterName(role, alias string) string { return fmt.Sprintf("%s %q", role, alias) }
+
+// stageHooks feed a reader's records and failures to its stage and, if any,
+// the metrics.
+func (p *Pipeline) stageHooks(stage *health.Stage) kafkalog.Hooks {
+	h := kafkalog.Hooks{
+		OnError: func(_ string, err error) { stage.Failure(err) },
+		OnReady: func(string) { stage.Success() },
+	}
+	if p.opts.metrics != nil {
+		onRecord := p.opts.metrics.ReaderRecord
+		h.OnRecord = func(topic string, partition int32, offset, hwm int64) {
+			onRecord(topic, partition, offset, hwm)
+			stage.Success()
+		}
+	} else {
+		h.OnRecord = func(string, int32, int64, int64) { stage.Success() }
+	}
+	return h
+}
+
+// healthPublisher reports each Publish call to the checkpoint publisher's
+// stage.
+type healthPublisher struct {
+	message.Publisher
+	stage *health.Stage
+}
+
+func (h healthPublisher) Publish(topic string, msgs ...*message.Message) error {
+	err := h.Publisher.Publish(topic, msgs...)
+	if err != nil {
+		h.stage.Failure(err)
+	} else {
+		h.stage.Success()
+	}
+	return err
+}
+
+// healthTargetGroups reports the commit stage's calls to the target: a call
+// that failed for every group it covered is a failure, a commit that wrote
+// something a success. One group failing among others that work is that
+// group's problem (metrics and logs show it), not the stage's.
+type healthTargetGroups struct {
+	handlers.TargetGroups
+	stage *health.Stage
+}
+
+func (h healthTargetGroups) Describe(ctx context.Context, groups []string) (map[string]groupsync.TargetGroup, error) {
+	states, err := h.TargetGroups.Describe(ctx, groups)
+	if err != nil {
+		h.stage.Failure(fmt.Errorf("describe target groups: %w", err))
+		return states, err
+	}
+	var first error
+	for _, g := range groups {
+		st, ok := states[g]
+		if ok && st.DescribeErr == nil {
+			return states, nil
+		}
+		if first == nil && ok {
+			first = st.DescribeErr
+		}
+	}
+	if len(groups) > 0 && first != nil {
+		h.stage.Failure(fmt.Errorf("describe target groups: every group failed: %w", first))
+	}
+	return states, nil
+}
+
+func (h healthTargetGroups) Offsets(ctx context.Context, groups []string) (map[string]map[messages.TopicPartition]int64, map[string]error) {
+	current, errs := h.TargetGroups.Offsets(ctx, groups)
+	if len(errs) > 0 && len(current) == 0 {
+		for g, err := range errs {
+			h.stage.Failure(fmt.Errorf("fetch offsets of target group %q (and %d more): %w", g, len(errs)-1, err))
+			break
+		}
+	}
+	return current, errs
+}
+
+func (h healthTargetGroups) Commit(ctx context.Context, group string, offsets map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
+	res, err := h.TargetGroups.Commit(ctx, group, offsets)
+	if err != nil {
+		h.stage.Failure(fmt.Errorf("commit target group %q: %w", group, err))
+		return res, err
+	}
+	var failed groupsync.Reason
+	for _, r := range res {
+		switch r {
+		case groupsync.Committed:
+			h.stage.Success()
+			return res, nil
+		case groupsync.Unauthorized, groupsync.CommitFailed, groupsync.Retriable:
+			failed = r
+		}
+	}
+	if failed != "" {
+		h.stage.Failure(fmt.Errorf("commit target group %q: %s", group, failed))
+	}
+	return res, nil
+}
+
+// errGateClosed is the readiness error before the start-up replay is done.
+var errGateClosed = errors.New("gate closed: offset syncs and checkpoints not read to their end yet")
+
+// joinReasons makes one error of several readiness reasons, on one line.
+func joinReasons(reasons []error) error {
+	switch len(reasons) {
+	case 0:
+		return nil
+	case 1:
+		return reasons[0]
+	}
+	msg := reasons[0].Error()
+	for _, r := range reasons[1:] {
+		msg += "; " + r.Error()
+	}
+	return errors.New(msg)
+}
+
+// probeConfig is a probe client's config: one quick attempt per check, so
+// a cluster that does not answer is reported as such within seconds.
+func probeConfig(cfg *sarama.Config) *sarama.Config {
+	c := *cfg
+	c.Net.DialTimeout = min(c.Net.DialTimeout, 2*time.Second)
+	c.Net.ReadTimeout = min(c.Net.ReadTimeout, 2*time.Second)
+	c.Net.WriteTimeout = min(c.Net.WriteTimeout, 2*time.Second)
+	c.Metadata.Retry.Max = 0
+	return &c
+}
