@@ -601,6 +601,8 @@ func TestIsSecret(t *testing.T) {
 		{"source.cluster.alias", false},
 		{"sync.group.offsets.interval.seconds", false},
 		{"replication.policy.separator", false},
+		{"source.cluster.sasl.oauthbearer.token.endpoint.url", false},
+		{"source.cluster.sasl.oauthbearer.client.credentials.client.secret", true},
 	}
 	for _, tc := range cases {
 		if got := isSecret(tc.key); got != tc.secret {

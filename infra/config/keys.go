@@ -166,6 +166,9 @@ func ignoredReason(key string) (string, bool) {
 // key.deserializer.
 func isSecret(key string) bool {
 	k := strings.ToLower(key)
+	if strings.HasSuffix(k, "sasl.oauthbearer.token.endpoint.url") {
+		return false // "token" names what the URL serves; Kafka does not hide it either
+	}
 	for _, w := range secretWords {
 		if strings.Contains(k, w) {
 			return true
