@@ -2,9 +2,12 @@ package handlers
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )
@@ -89,4 +92,49 @@ func commitRecordBytes(t *testing.T, r messages.OffsetsRecord) (key, value []byt
 		t.Fatal(err)
 	}
 	return messages.EncodeOffsetCommitKey(r.Group, r.TopicPartition), value
+}
+
+// The commit stage's reader may batch checkpoints: each is queued with the
+// commit time from its own headers, the latest of a (group, partition)
+// wins, and a malformed one or a tombstone is skipped alone.
+func TestHandleCheckpointTakesBatches(t *testing.T) {
+	target := newMemTarget()
+	target.existing[tp0], target.existing[tp1] = true, true
+	var mu sync.Mutex
+	committedAt := map[string]time.Time{}
+	s := NewOffsetSyncer(OffsetSyncerConfig{Target: target, RetryInterval: time.Minute,
+		OnResult: func(group string, tp messages.TopicPartition, _ groupsync.Reason, _, at time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			committedAt[fmt.Sprint(group, "/", tp.Partition)] = at
+		}})
+	rec := func(offset int64, cp messages.Checkpoint, commitMs string) envelope.Record {
+		return envelope.Record{Topic: "source.checkpoints.internal", Offset: offset, Timestamp: time.UnixMilli(1000),
+			Key: cp.Key(), Value: cp.Value(), Headers: map[string]string{envelope.HeaderCommitTime: commitMs}}
+	}
+	batch := envelope.FromRecords([]envelope.Record{
+		rec(0, cpFor("g", tp0, 5), "500"),
+		{Topic: "source.checkpoints.internal", Offset: 1, Key: []byte{0}, Value: []byte{0}}, // malformed
+		rec(2, cpFor("h", tp1, 6), "600"),
+		{Topic: "source.checkpoints.internal", Offset: 3, Key: cpFor("h", tp0, 1).Key()}, // tombstone
+		rec(4, cpFor("g", tp0, 8), "800"),
+	})
+	handle(t, s, envelope.NewControl(envelope.Assigned, "cp", 0), batch, envelope.NewControl(envelope.CaughtUp, "cp", 0))
+	s.Round(context.Background(), time.Unix(100, 0))
+	if got := target.offsets["g"][tp0]; got != 8 {
+		t.Errorf("group g at %d, want the batch's later checkpoint 8", got)
+	}
+	if got := target.offsets["h"][tp1]; got != 6 {
+		t.Errorf("group h at %d, want 6", got)
+	}
+	if _, ok := target.offsets["h"][tp0]; ok {
+		t.Error("the tombstone was committed")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for key, ms := range map[string]int64{"g/0": 800, "h/1": 600} {
+		if got := committedAt[key]; !got.Equal(time.UnixMilli(ms)) {
+			t.Errorf("%s: commit time %v, want %v from its record's header", key, got, time.UnixMilli(ms))
+		}
+	}
 }

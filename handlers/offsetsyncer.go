@@ -137,23 +137,46 @@ func (s *OffsetSyncer) HandleCheckpoint(msg *message.Message) error {
 		s.poke()
 		return nil
 	}
-	rec, err := envelope.ToRecord(msg)
+	// A reader may batch checkpoints (kafkalog.ReaderConfig.BatchRecords):
+	// each record then carries its own headers; a lone record's are the
+	// message's metadata.
+	recs, err := envelope.Records(msg)
 	if err != nil {
 		return fmt.Errorf("checkpoint message: %w", err)
 	}
+	batch := envelope.IsBatch(msg)
+	queued := false
+	for _, rec := range recs {
+		headers := rec.Headers
+		if !batch {
+			headers = msg.Metadata
+		}
+		queued = s.queueCheckpoint(msg.Context(), rec, headers, !batch) || queued
+	}
+	if queued {
+		s.poke()
+	}
+	return nil
+}
+
+// queueCheckpoint makes one checkpoint record the group's pending target
+// offset for its partition and reports whether the commit stage is live
+// (the caller then wakes it). annotate puts the checkpoint on the span in
+// ctx, which is the record's own.
+func (s *OffsetSyncer) queueCheckpoint(ctx context.Context, rec envelope.Record, headers map[string]string, annotate bool) bool {
 	if rec.Tombstone() {
 		s.cfg.Logger.Warn("skipping tombstone in checkpoints topic", "topic", rec.Topic, "offset", rec.Offset)
-		return nil
+		return false
 	}
 	cp, err := messages.DecodeCheckpoint(rec.Key, rec.Value)
 	if err != nil {
 		s.cfg.Logger.Warn("skipping malformed checkpoint", "topic", rec.Topic, "offset", rec.Offset, "error", err)
-		return nil
+		return false
 	}
 	if s.cfg.Groups != nil && !s.cfg.Groups.Match(cp.Group) {
-		return nil
+		return false
 	}
-	if span := trace.SpanFromContext(msg.Context()); span.IsRecording() {
+	if span := trace.SpanFromContext(ctx); annotate && span.IsRecording() {
 		annotateCheckpoint(span, cp)
 	}
 	pc := pendingCheckpoint{
@@ -162,12 +185,13 @@ func (s *OffsetSyncer) HandleCheckpoint(msg *message.Message) error {
 		// The context of the span that wrote the checkpoint (its creation
 		// context), which the commit span links to.
 		span: trace.SpanContextFromContext(
-			otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(msg.Metadata))),
+			otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(headers))),
 	}
-	if ms, err := strconv.ParseInt(msg.Metadata.Get(envelope.HeaderCommitTime), 10, 64); err == nil && ms > 0 {
+	if ms, err := strconv.ParseInt(headers[envelope.HeaderCommitTime], 10, 64); err == nil && ms > 0 {
 		pc.committedAt = time.UnixMilli(ms)
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	g := s.pending[cp.Group]
 	if g == nil {
 		g = &pendingGroup{checkpoints: make(map[messages.TopicPartition]pendingCheckpoint)}
@@ -175,12 +199,7 @@ func (s *OffsetSyncer) HandleCheckpoint(msg *message.Message) error {
 	}
 	g.checkpoints[cp.TopicPartition] = pc
 	g.changed = true
-	live := s.live
-	s.mu.Unlock()
-	if live {
-		s.poke()
-	}
-	return nil
+	return s.live
 }
 
 // annotateCheckpoint puts cp on the span of the message that carried it;

@@ -347,3 +347,68 @@ func TestReaderBatchesOnlyWhenBehind(t *testing.T) {
 	_ = reader.Close()
 	<-done
 }
+
+// TestLogReaderBatchesWithHeaders: records whose headers carry no sampled
+// trace context travel in batches with their headers, and a sampled one
+// still gets a message of its own with its trace context as metadata.
+func TestLogReaderBatchesWithHeaders(t *testing.T) {
+	t.Parallel()
+	c := kafkatest.Shared(t).Source
+	topic := kafkatest.UniqueName(t, "batchhdr")
+	c.CreateTopic(t, topic, 1, nil)
+	const n = 300
+	var tracedAt int64
+	for i := 0; i < n; i++ {
+		headers := map[string]string{envelope.HeaderCommitTime: fmt.Sprint(1000 + i)}
+		if i == n/2 {
+			headers["traceparent"] = traceparent
+		} else if i%2 == 0 {
+			headers["traceparent"] = unsampledTraceparent
+		}
+		at := produce(t, c, topic, 0, fmt.Sprint("k", i), "v", headers)
+		if i == n/2 {
+			tracedAt = at
+		}
+	}
+	reader, _ := newLogReader(t, c, func(cfg *kafkalog.ReaderConfig) { cfg.BatchRecords = 64 })
+	ch := subscribe(t, reader, topic)
+	seen, largest := 0, 0
+	deadline := time.After(wait)
+	for seen < n {
+		var msg *message.Message
+		select {
+		case msg = <-ch:
+		case <-deadline:
+			t.Fatalf("%d of %d records seen", seen, n)
+		}
+		if _, _, _, ok := envelope.ControlOf(msg); ok {
+			msg.Ack()
+			continue
+		}
+		recs, err := envelope.Records(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		largest = max(largest, len(recs))
+		for _, r := range recs {
+			headers := r.Headers
+			if !envelope.IsBatch(msg) {
+				headers = msg.Metadata
+			}
+			if want := fmt.Sprint(1000 + seen); headers[envelope.HeaderCommitTime] != want {
+				t.Errorf("record %d: commit-time header %q, want %q", r.Offset, headers[envelope.HeaderCommitTime], want)
+			}
+			if r.Offset == tracedAt && (len(recs) != 1 || msg.Metadata.Get("traceparent") != traceparent) {
+				t.Errorf("traced record %d came in a message of %d records, trace context %q", r.Offset, len(recs), msg.Metadata.Get("traceparent"))
+			}
+			seen++
+		}
+		msg.Ack()
+	}
+	if largest < 2 {
+		t.Errorf("records with headers never shared a message")
+	}
+	_ = reader.Close()
+}
+
+const unsampledTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"

@@ -75,10 +75,16 @@ type ReaderConfig struct {
 	// records of a partition, of those the consumer has already fetched, in
 	// one message (envelope.FromRecords; handlers read them with
 	// envelope.Records), so one handler call and one ack cover them all. It
-	// never waits for records to fill a message. Records with headers (trace
-	// context) still go one per message, and a message never spans the end
-	// offset CaughtUp waits for. 0 or 1: one record per message.
+	// never waits for records to fill a message. A record Solo picks still
+	// goes alone, and a message never spans the end offset CaughtUp waits
+	// for. 0 or 1: one record per message.
 	BatchRecords int
+	// Solo tells, for a record with headers, whether it must have a message
+	// of its own when BatchRecords batches. Other records carry their
+	// headers inside the batch. Nil: a record whose W3C traceparent header
+	// says sampled goes alone, so that its `process` span can be the child
+	// of the span that wrote it.
+	Solo func(headers []*sarama.RecordHeader) bool
 	// BatchBehind > 0 limits BatchRecords, once a partition has caught up,
 	// to the times it is more than that many records behind its high
 	// watermark: a reader that keeps up delivers one record per message

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -92,9 +94,9 @@ func (r *partitionReader) read(ctx context.Context, src source, stopAt int64) (o
 // deliverFrom delivers m and, with BatchRecords, the records src already
 // holds after it, in one message, exactly as if they were delivered one by
 // one: the message ends where a record-by-record reader would stop to say
-// CaughtUp or reach stopAt, and a record with headers goes on its own.
+// CaughtUp or reach stopAt, and a record Solo picks goes on its own.
 func (r *partitionReader) deliverFrom(ctx context.Context, m *sarama.ConsumerMessage, src source, stopAt int64) error {
-	if r.cfg.BatchRecords <= 1 || len(m.Headers) > 0 || !r.batching(m, src) {
+	if r.cfg.BatchRecords <= 1 || r.solo(m) || !r.batching(m, src) {
 		return r.deliverRecord(ctx, m, src.hwm)
 	}
 	batch := r.batch[:0]
@@ -112,7 +114,7 @@ func (r *partitionReader) deliverFrom(ctx context.Context, m *sarama.ConsumerMes
 		if m = fetched(src.msgs, next); m == nil {
 			break
 		}
-		if len(m.Headers) > 0 {
+		if r.solo(m) {
 			single = m
 			break
 		}
@@ -124,6 +126,35 @@ func (r *partitionReader) deliverFrom(ctx context.Context, m *sarama.ConsumerMes
 		return err
 	}
 	return r.deliverRecord(ctx, single, src.hwm)
+}
+
+// solo reports whether m must go in a message of its own
+// (ReaderConfig.Solo).
+func (r *partitionReader) solo(m *sarama.ConsumerMessage) bool {
+	if len(m.Headers) == 0 {
+		return false
+	}
+	if r.cfg.Solo != nil {
+		return r.cfg.Solo(m.Headers)
+	}
+	return sampledTrace(m.Headers)
+}
+
+// sampledTrace reports whether headers hold a W3C traceparent
+// (version-traceid-parentid-flags, in hex) whose flags say sampled.
+func sampledTrace(headers []*sarama.RecordHeader) bool {
+	for _, h := range headers {
+		if h == nil || string(h.Key) != "traceparent" {
+			continue
+		}
+		parts := strings.Split(string(h.Value), "-")
+		if len(parts) < 4 || len(parts[3]) != 2 {
+			return false
+		}
+		flags, err := strconv.ParseUint(parts[3], 16, 8)
+		return err == nil && flags&1 == 1
+	}
+	return false
 }
 
 // batching reports whether m may start a batch (ReaderConfig.BatchBehind).

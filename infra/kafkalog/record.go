@@ -13,22 +13,14 @@ import (
 // become metadata under their own names, so W3C trace context (traceparent,
 // tracestate) reaches the handlers.
 func recordMessage(ctx context.Context, m *sarama.ConsumerMessage) *message.Message {
-	headers := make(map[string]string, len(m.Headers))
-	for _, h := range m.Headers {
-		if h != nil {
-			headers[string(h.Key)] = string(h.Value)
-		}
-	}
-	rec := envelopeRecord(m)
-	rec.Headers = headers
-	msg := envelope.FromRecord(rec)
+	msg := envelope.FromRecord(envelopeRecord(m))
 	msg.SetContext(ctx)
 	return msg
 }
 
-// envelopeRecord is m without its headers.
+// envelopeRecord is m as an envelope.Record.
 func envelopeRecord(m *sarama.ConsumerMessage) envelope.Record {
-	return envelope.Record{
+	rec := envelope.Record{
 		Topic:     m.Topic,
 		Partition: m.Partition,
 		Offset:    m.Offset,
@@ -36,10 +28,19 @@ func envelopeRecord(m *sarama.ConsumerMessage) envelope.Record {
 		Key:       m.Key,
 		Value:     m.Value,
 	}
+	if len(m.Headers) > 0 {
+		rec.Headers = make(map[string]string, len(m.Headers))
+		for _, h := range m.Headers {
+			if h != nil {
+				rec.Headers[string(h.Key)] = string(h.Value)
+			}
+		}
+	}
+	return rec
 }
 
-// recordsMessage turns consecutive records of one partition, none with
-// headers, into one message (envelope.FromRecords); recs is scratch space
+// recordsMessage turns consecutive records of one partition into one
+// message (envelope.FromRecords), headers included; recs is scratch space
 // kept between calls.
 func recordsMessage(ctx context.Context, ms []*sarama.ConsumerMessage, recs *[]envelope.Record) *message.Message {
 	rs := (*recs)[:0]
