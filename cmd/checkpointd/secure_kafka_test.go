@@ -261,22 +261,25 @@ func TestOAuthTokenRefreshOnKafka(t *testing.T) {
 		_, err := b.GetMetadata(&sarama.MetadataRequest{Version: 4})
 		return err
 	}
-	before := s.OAuthServer.Issued(c.ID)
+	before, start := s.OAuthServer.Issued(c.ID), time.Now()
 	if err := connect(); err != nil {
 		t.Fatalf("first connection: %s", kafkaerr.Describe(err, sc))
 	}
 	if err := connect(); err != nil {
 		t.Fatalf("second connection: %s", kafkaerr.Describe(err, sc))
 	}
-	if n := s.OAuthServer.Issued(c.ID) - before; n != 1 {
+	// Within 2.4 s (0.8 of the token's 3 s) the token is reused; a slower machine
+	// may legitimately have refreshed it already.
+	if n := s.OAuthServer.Issued(c.ID) - before; n != 1 && time.Since(start) < 2*time.Second {
 		t.Fatalf("%d tokens for two connections at once, want one reused", n)
 	}
+	before = s.OAuthServer.Issued(c.ID)
 	time.Sleep(3500 * time.Millisecond)
 	if err := connect(); err != nil {
 		t.Fatalf("connection after the first token expired: %s", kafkaerr.Describe(err, sc))
 	}
-	if n := s.OAuthServer.Issued(c.ID) - before; n != 2 {
-		t.Fatalf("%d tokens issued, want a second one once the first neared its expiry", n)
+	if n := s.OAuthServer.Issued(c.ID) - before; n != 1 {
+		t.Fatalf("%d tokens issued for a connection after the last one expired, want a fresh one", n)
 	}
 }
 
