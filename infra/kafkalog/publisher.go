@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -23,9 +24,12 @@ import (
 // Version V4_1_0_0). The producer is idempotent unless the broker refuses
 // (brokers before 3.0 want the IDEMPOTENT_WRITE ACL; brokers before 0.11
 // cannot), in which case it logs a warning and goes on without: a duplicate
-// checkpoint has the same key and value, and compaction keeps one. It never
-// creates a topic by publishing to it; see EnsureTopic.
-func NewCheckpointPublisher(brokers []string, saramaCfg *sarama.Config, logger *slog.Logger) (message.Publisher, error) {
+// checkpoint has the same key and value, and compaction keeps one. While it
+// goes without, it asks again for an idempotent producer with the first batch
+// after each retry interval (WithIdempotenceRetry, default 1 minute) and
+// switches back once the broker allows it. It never creates a topic by
+// publishing to it; see EnsureTopic.
+func NewCheckpointPublisher(brokers []string, saramaCfg *sarama.Config, logger *slog.Logger, opts ...PublisherOption) (message.Publisher, error) {
 	if len(brokers) == 0 {
 		return nil, errors.New("checkpoint publisher: no brokers")
 	}
@@ -38,16 +42,51 @@ func NewCheckpointPublisher(brokers []string, saramaCfg *sarama.Config, logger *
 	}
 	idempotent := *cfg
 	idempotent.Producer.Idempotent = true
-
-	pub, err := newPublisher(brokers, &idempotent)
-	if err == nil {
-		return pub, nil
+	p := &batchPublisher{brokers: brokers, plain: cfg, idem: &idempotent, logger: logger,
+		retryEvery: DefaultIdempotenceRetry, now: time.Now}
+	for _, o := range opts {
+		o(p)
 	}
-	if !errors.Is(err, sarama.ErrClusterAuthorizationFailed) && !errors.Is(err, sarama.ErrUnsupportedVersion) {
+
+	producer, err := newProducer(brokers, &idempotent)
+	if err == nil {
+		p.producer, p.idempotent = producer, true
+		return p, nil
+	}
+	if !refusesIdempotence(err) {
 		return nil, err
 	}
-	logger.Warn("broker refuses an idempotent producer; writing checkpoints without idempotence", "error", err)
-	return newPublisher(brokers, cfg)
+	logger.Warn("broker refuses an idempotent producer; writing checkpoints without idempotence until it allows one",
+		"error", err, "retry_every", p.retryEvery)
+	if p.producer, err = newProducer(brokers, cfg); err != nil {
+		return nil, err
+	}
+	p.retryAt = p.now().Add(p.retryEvery)
+	return p, nil
+}
+
+// DefaultIdempotenceRetry is how long a publisher that fell back to a
+// producer without idempotence waits before asking for one again.
+const DefaultIdempotenceRetry = time.Minute
+
+// PublisherOption configures NewCheckpointPublisher.
+type PublisherOption func(*batchPublisher)
+
+// WithIdempotenceRetry sets how long a publisher without idempotence waits
+// before it asks the broker for an idempotent producer again.
+func WithIdempotenceRetry(d time.Duration) PublisherOption {
+	return func(p *batchPublisher) {
+		if d > 0 {
+			p.retryEvery = d
+		}
+	}
+}
+
+// refusesIdempotence reports whether making an idempotent producer failed
+// because the broker will not give one (an ACL, an old broker), rather than
+// because it could not be reached.
+func refusesIdempotence(err error) bool {
+	return errors.Is(err, sarama.ErrClusterAuthorizationFailed) || errors.Is(err, sarama.ErrUnsupportedVersion)
 }
 
 // producerConfig copies the caller's config and sets what checkpoint
@@ -77,37 +116,50 @@ func producerConfig(saramaCfg *sarama.Config) (*sarama.Config, error) {
 	return &cfg, nil
 }
 
-func newPublisher(brokers []string, cfg *sarama.Config) (*batchPublisher, error) {
+func newProducer(brokers []string, cfg *sarama.Config) (sarama.SyncProducer, error) {
 	producer, err := sarama.NewSyncProducer(brokers, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint publisher: %w", err)
 	}
-	return &batchPublisher{producer: producer}, nil
+	return producer, nil
 }
 
 // batchPublisher is a message.Publisher over a sarama SyncProducer that
 // hands a whole Publish call to the producer at once.
 type batchPublisher struct {
-	producer sarama.SyncProducer
-	mu       sync.Mutex
-	closed   bool
+	brokers     []string
+	plain, idem *sarama.Config
+	logger      *slog.Logger
+	retryEvery  time.Duration
+	now         func() time.Time
+
+	mu         sync.Mutex
+	producer   sarama.SyncProducer
+	idempotent bool
+	retryAt    time.Time // next attempt at an idempotent producer, while without
+	closed     bool
 }
 
 var _ message.Publisher = (*batchPublisher)(nil)
+
+// Idempotent reports whether the publisher writes with an idempotent producer.
+func (p *batchPublisher) Idempotent() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.idempotent
+}
 
 // Publish writes msgs and returns when every one is acknowledged, or with an
 // error naming how many failed and the first cause. Records of a failed call
 // may still have been written; writing them again is harmless (same key and
 // value on a compacted topic).
 func (p *batchPublisher) Publish(topic string, msgs ...*message.Message) error {
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
-		return errors.New("checkpoint publisher is closed")
-	}
 	if len(msgs) == 0 {
 		return nil
+	}
+	producer, err := p.current()
+	if err != nil {
+		return err
 	}
 	records := make([]*sarama.ProducerMessage, len(msgs))
 	for i, msg := range msgs {
@@ -117,7 +169,7 @@ func (p *batchPublisher) Publish(topic string, msgs ...*message.Message) error {
 		}
 		records[i] = pm
 	}
-	err := p.producer.SendMessages(records)
+	err = producer.SendMessages(records)
 	var perrs sarama.ProducerErrors
 	if errors.As(err, &perrs) && len(perrs) > 0 {
 		return fmt.Errorf("write checkpoints to %s: %d of %d records failed: %w", topic, len(perrs), len(msgs), perrs[0].Err)
@@ -126,6 +178,48 @@ func (p *batchPublisher) Publish(topic string, msgs ...*message.Message) error {
 		return fmt.Errorf("write checkpoints to %s: %w", topic, err)
 	}
 	return nil
+}
+
+// current returns the producer for the next batch. Without idempotence, once
+// the retry interval has passed, it first asks for an idempotent producer
+// and, if the broker gives one, switches to it: the batch before has been
+// acknowledged (or failed) by then, so no record of the old producer is in
+// flight, and with one request in flight per producer the order per key
+// holds across the switch.
+func (p *batchPublisher) current() (sarama.SyncProducer, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errors.New("checkpoint publisher is closed")
+	}
+	producer := p.producer
+	retry := !p.idempotent && !p.now().Before(p.retryAt)
+	if retry {
+		p.retryAt = p.now().Add(p.retryEvery)
+	}
+	p.mu.Unlock()
+	if !retry {
+		return producer, nil
+	}
+	idem, err := newProducer(p.brokers, p.idem)
+	if err != nil {
+		p.logger.Debug("broker still refuses an idempotent producer", "error", err, "retry_in", p.retryEvery)
+		return producer, nil
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		_ = idem.Close()
+		return nil, errors.New("checkpoint publisher is closed")
+	}
+	old := p.producer
+	p.producer, p.idempotent = idem, true
+	p.mu.Unlock()
+	if err := old.Close(); err != nil {
+		p.logger.Debug("closing the producer without idempotence", "error", err)
+	}
+	p.logger.Info("broker allows an idempotent producer again; writing checkpoints with idempotence")
+	return idem, nil
 }
 
 // Close flushes what the producer holds and closes it.
