@@ -282,10 +282,9 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 	if err != nil {
 		return err
 	}
-	newLeaseReader := func(suffix, stage string) (message.Subscriber, error) {
-		// One checkpoint per message: the handlers take single records.
+	newLeaseReader := func(suffix, stage string, batch batching) (message.Subscriber, error) {
 		return p.shardedReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias,
-			p.cfg.GroupID+"-"+suffix, false, batching{},
+			p.cfg.GroupID+"-"+suffix, false, batch,
 			p.health.Stage(stage, clusterName("target", p.cfg.TargetAlias), readerRetryGap))
 	}
 	if p.cfg.SyncGroupOffsets {
@@ -310,7 +309,10 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			OnResult:      onResult,
 			Logger:        p.logger,
 		})
-		sub, err := newLeaseReader("commit", StageCommitLease)
+		// The commit stage takes checkpoints in batches (each record with
+		// its own headers): it sees as many as the translate stage writes,
+		// and replays the whole topic when it takes the lease.
+		sub, err := newLeaseReader("commit", StageCommitLease, batching{records: wholeTopicBatch})
 		if err != nil {
 			return fmt.Errorf("commit-router reader: %w", err)
 		}
@@ -320,7 +322,8 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 	for _, h := range p.opts.checkpointHandlers {
 		// Each handler holds its own lease: handlers sharing one group would
 		// split the topic's single partition between them.
-		sub, err := newLeaseReader("handler-"+h.name, "checkpoint handler "+h.name+" lease")
+		// One checkpoint per message: users' handlers take single records.
+		sub, err := newLeaseReader("handler-"+h.name, "checkpoint handler "+h.name+" lease", batching{})
 		if err != nil {
 			return fmt.Errorf("reader for handler %s: %w", h.name, err)
 		}
