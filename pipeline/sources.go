@@ -28,7 +28,12 @@ const (
 func (p *Pipeline) commitSource(ctx context.Context, groups filter.Matcher) (message.Subscriber, string, error) {
 	mode := p.cfg.CommitSource
 	if mode == SourceAuto {
-		readable, why := p.offsetsLogReadable(ctx)
+		readable, why, err := p.offsetsLogReadable(ctx)
+		if err != nil {
+			// Not a mode decision: the source did not answer. Either mode
+			// would fail the same way; say why.
+			return nil, "", fmt.Errorf("source cluster %q at %v: %w", p.cfg.SourceAlias, p.cfg.Source.BootstrapServers, err)
+		}
 		if readable {
 			mode = SourceOffsetsLog
 		} else {
@@ -73,15 +78,17 @@ func (p *Pipeline) commitSource(ctx context.Context, groups filter.Matcher) (mes
 }
 
 // offsetsLogReadable probes whether this principal can read __consumer_offsets:
-// the topic must be visible in metadata and its offsets listable.
-func (p *Pipeline) offsetsLogReadable(ctx context.Context) (bool, string) {
+// the topic must be visible in metadata and its offsets listable. It returns
+// an error, not "unreadable", when the cluster could not be asked: a refused
+// connection, a timeout, a failed TLS or SASL handshake.
+func (p *Pipeline) offsetsLogReadable(ctx context.Context) (bool, string, error) {
 	cfg, err := p.cfg.SaramaConfig(config.SourceConsumer)
 	if err != nil {
-		return false, err.Error()
+		return false, "", fmt.Errorf("source consumer config: %w", err)
 	}
 	client, err := kafkalog.NewClient(p.cfg.Source.BootstrapServers, cfg)
 	if err != nil {
-		return false, fmt.Sprintf("connect: %v", err)
+		return false, "", fmt.Errorf("connect: %w", err)
 	}
 	defer client.Close()
 	parts, err := client.Partitions(consumerOffsetsTopic)
@@ -97,19 +104,36 @@ func (p *Pipeline) offsetsLogReadable(ctx context.Context) (bool, string) {
 			parts, err = client.Partitions(consumerOffsetsTopic)
 		}
 	}
+	switch {
+	case errors.Is(err, sarama.ErrUnknownTopicOrPartition):
+		return false, "topic not visible", nil
+	case hidden(err):
+		return false, fmt.Sprintf("metadata: %v", err), nil
+	case err != nil:
+		return false, "", fmt.Errorf("metadata of %s: %w", consumerOffsetsTopic, err)
+	case len(parts) == 0:
+		return false, "no partitions visible", nil
+	}
+	_, err = client.GetOffset(consumerOffsetsTopic, parts[0], sarama.OffsetNewest)
+	// A partition of a topic just created may have no leader for a moment.
+	for attempt := 0; attempt < 10 && err != nil && !hidden(err) && ctx.Err() == nil; attempt++ {
+		time.Sleep(500 * time.Millisecond)
+		_, err = client.GetOffset(consumerOffsetsTopic, parts[0], sarama.OffsetNewest)
+	}
 	if err != nil {
-		return false, fmt.Sprintf("metadata: %v", err)
-	}
-	if len(parts) == 0 {
-		return false, "no partitions visible"
-	}
-	if _, err := client.GetOffset(consumerOffsetsTopic, parts[0], sarama.OffsetNewest); err != nil {
-		if errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
-			return false, "not authorized (READ and DESCRIBE on topic __consumer_offsets are needed)"
+		if hidden(err) {
+			return false, "not authorized (READ and DESCRIBE on topic __consumer_offsets are needed)", nil
 		}
-		return false, fmt.Sprintf("list offsets: %v", err)
+		return false, "", fmt.Errorf("list offsets of %s: %w", consumerOffsetsTopic, err)
 	}
-	return true, ""
+	return true, "", nil
+}
+
+// hidden reports whether err says the principal may not see or read a
+// topic, which makes __consumer_offsets unreadable rather than unreachable.
+func hidden(err error) bool {
+	return errors.Is(err, sarama.ErrTopicAuthorizationFailed) || errors.Is(err, sarama.ErrClusterAuthorizationFailed) ||
+		errors.Is(err, sarama.ErrInvalidTopic)
 }
 
 func (p *Pipeline) logReader(role config.Role, brokers []string, cluster string, stage *health.Stage) (message.Subscriber, error) {
