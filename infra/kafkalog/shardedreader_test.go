@@ -189,18 +189,10 @@ func testHandoff(t *testing.T, rebalance kafkalog.Rebalance) {
 	}
 
 	own := &ownership{t: t, owner: map[int32]string{}}
-	readerA, _ := newShardedReader(t, c, group, rebalance, nil)
-	readerB, _ := newShardedReader(t, c, group, rebalance, nil)
+	readerA, logsA := newShardedReader(t, c, group, rebalance, nil)
+	readerB, logsB := newShardedReader(t, c, group, rebalance, nil)
 	a := collect(t, topic, subscribe(t, readerA, topic), own.react("a"))
-	ctxB, stopB := context.WithCancel(context.Background())
-	defer stopB()
-	chB, err := readerB.Subscribe(ctxB, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := collect(t, topic, chB, own.react("b"))
-
-	// Both members settle with two caught-up partitions each.
+	// settled(n) holds when a member has n claims, all caught up.
 	settled := func(n int) func([]event) bool {
 		return func(es []event) bool {
 			cur := current(t, es)
@@ -212,6 +204,17 @@ func testHandoff(t *testing.T, rebalance kafkalog.Rebalance) {
 			return len(cur) == n
 		}
 	}
+	// A holds all four before B joins, so that B's join takes two from A.
+	a.waitFor("A to own all four partitions first", settled(4))
+	ctxB, stopB := context.WithCancel(context.Background())
+	defer stopB()
+	chB, err := readerB.Subscribe(ctxB, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := collect(t, topic, chB, own.react("b"))
+
+	// Both members settle with two caught-up partitions each.
 	deadline := time.Now().Add(wait)
 	for !(settled(2)(a.snapshot()) && settled(2)(b.snapshot())) {
 		if time.Now().After(deadline) {
@@ -258,6 +261,12 @@ func testHandoff(t *testing.T, rebalance kafkalog.Rebalance) {
 	}
 	if got := c.CommittedOffsets(t, group); len(got) != 0 {
 		t.Errorf("the readers committed offsets: %v", got)
+	}
+	// Members joining and leaving are normal rebalances: nothing to warn of.
+	for member, logs := range map[string]*logBuffer{"a": logsA, "b": logsB} {
+		if lines := logs.lines("level=WARN"); len(lines) > 0 {
+			t.Errorf("%s warned during normal rebalances: %q", member, lines)
+		}
 	}
 }
 

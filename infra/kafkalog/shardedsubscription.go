@@ -147,7 +147,11 @@ func (s *shardedSubscription) consumeClaim(sess sarama.ConsumerGroupSession, cla
 		}
 	}
 	if _, err := r.read(ctx, source{msgs: claim.Messages(), hwm: claim.HighWaterMarkOffset}, -1); err == nil && ctx.Err() == nil {
-		log.Warn("partition consumer stopped (offset out of range?); the group will assign the partition again")
+		// sarama closes a claim's messages with the session still on when a
+		// cooperative rebalance revokes the partition: the normal case. A
+		// consumer that stopped on an error (offset out of range) has
+		// reported it through the group's errors, which are logged.
+		log.Debug("partition claim ended: revoked by a rebalance, or its consumer stopped")
 	}
 	return nil
 }
