@@ -2,9 +2,15 @@ package pipeline
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+
+	"github.com/checkpointd/checkpointd/infra/health"
 )
 
 // routerLogger adapts a slog.Logger for Watermill's routers. Watermill's
@@ -33,7 +39,53 @@ func (l routerLogger) enabled(level slog.Level) bool {
 }
 
 func (l routerLogger) Error(msg string, err error, fields watermill.LogFields) {
-	l.inner.Error(msg, err, fields) // errors are always wanted
+	// Errors are always wanted, on one line: slog's text handler prints an
+	// error with %+v, which for Watermill's pkg/errors values is the whole
+	// stack trace, and a recovered panic carries one in its message.
+	var p middleware.RecoveredPanicError
+	if errors.As(err, &p) {
+		at := panicSite(p.Stacktrace)
+		l.slog.Debug("handler panic stack", "panic", fmt.Sprint(p.V), "stack", p.Stacktrace)
+		fields = fields.Add(watermill.LogFields{"panic_at": at})
+		err = lineError{msg: fmt.Sprintf("handler panicked: %v", p.V), err: err}
+	} else if err != nil {
+		err = lineError{msg: health.OneLine(err.Error()), err: err}
+	}
+	l.inner.Error(msg, err, fields)
+}
+
+// lineError is an error printed as one line whatever the verb (%+v too),
+// keeping the original for errors.Is and As.
+type lineError struct {
+	msg string
+	err error
+}
+
+func (e lineError) Error() string { return e.msg }
+func (e lineError) Unwrap() error { return e.err }
+
+// panicSite returns the file:line where a panic was raised, from the stack
+// trace debug.Stack gives: the first frame after runtime's panic.
+func panicSite(stack string) string {
+	lines := strings.Split(stack, "\n")
+	for i, line := range lines {
+		if !strings.HasPrefix(line, "panic(") {
+			continue
+		}
+		// panic(...) / its file line / the panicking function / its file line
+		if i+3 < len(lines) {
+			fn := strings.TrimSpace(lines[i+2])
+			if j := strings.LastIndex(fn, "("); j > 0 {
+				fn = fn[:j]
+			}
+			file := strings.TrimSpace(lines[i+3])
+			if j := strings.LastIndex(file, " +0x"); j > 0 {
+				file = file[:j]
+			}
+			return fn + " at " + file
+		}
+	}
+	return "unknown"
 }
 
 func (l routerLogger) Info(msg string, fields watermill.LogFields) {
