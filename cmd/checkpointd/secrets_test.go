@@ -171,7 +171,7 @@ admin.timeout.ms: "5000"
 			t.Fatalf("run with SASL against a plaintext listener succeeded:\n%s", out)
 		}
 		// The error must say which cluster, which broker, and what to check.
-		for _, want := range []string{`cluster "source"`, "broker " + bed.Source.Bootstrap, "SASL PLAIN handshake failed", "security.protocol"} {
+		for _, want := range []string{`cluster "source"`, "broker " + bed.Source.Bootstrap, "SASL mechanism: the listener does not accept SASL PLAIN", "security.protocol"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not say %q", err, want)
 			}

@@ -3,10 +3,11 @@ package kafkalog
 import (
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 
 	"github.com/IBM/sarama"
+
+	"github.com/checkpointd/checkpointd/infra/kafkaerr"
 )
 
 // NewClient is sarama.NewClient with an error an operator can act on. When
@@ -80,20 +81,10 @@ func dialOnce(addr string, cfg *sarama.Config) error {
 	return err
 }
 
-// describeDialError names the client setting most likely at fault, since the
-// raw error (often a bare EOF) does not.
+// describeDialError is err with what to check, named by its layer
+// (network, TLS, SASL mechanism, credentials, authorization): TLS is told
+// before SASL, so an untrusted certificate under SASL_SSL is not blamed on
+// SASL.
 func describeDialError(err error, cfg *sarama.Config) string {
-	msg := err.Error()
-	var opErr *net.OpError
-	switch {
-	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return msg // nothing listens there, or it is unreachable
-	case cfg.Net.SASL.Enable && errors.Is(err, sarama.ErrSASLAuthenticationFailed):
-		return msg + fmt.Sprintf(" (SASL %s authentication failed: check sasl.mechanism and sasl.jaas.config)", cfg.Net.SASL.Mechanism)
-	case cfg.Net.SASL.Enable:
-		return msg + fmt.Sprintf(" (SASL %s handshake failed: is security.protocol right for this listener?)", cfg.Net.SASL.Mechanism)
-	case cfg.Net.TLS.Enable:
-		return msg + " (TLS handshake failed: is security.protocol right for this listener, and the truststore?)"
-	}
-	return msg
+	return kafkaerr.Describe(err, cfg)
 }

@@ -1,7 +1,10 @@
 package kafkalog
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -11,12 +14,15 @@ import (
 )
 
 func TestDescribeDialError(t *testing.T) {
-	plain := sarama.NewConfig()
 	sasl := sarama.NewConfig()
 	sasl.Net.SASL.Enable = true
 	sasl.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
-	tls := sarama.NewConfig()
-	tls.Net.TLS.Enable = true
+	tlsCfg := sarama.NewConfig()
+	tlsCfg.Net.TLS.Enable = true
+	saslSSL := sarama.NewConfig()
+	saslSSL.Net.TLS.Enable = true
+	saslSSL.Net.SASL.Enable = true
+	saslSSL.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
 	tests := []struct {
 		name string
@@ -25,10 +31,11 @@ func TestDescribeDialError(t *testing.T) {
 		want string // the hint; "" for none
 	}{
 		{"nothing listens", refused, sasl, ""},
-		{"bad credentials", sarama.ErrSASLAuthenticationFailed, sasl, "SASL SCRAM-SHA-512 authentication failed: check sasl.mechanism and sasl.jaas.config"},
-		{"listener without SASL", sarama.ErrIllegalSASLState, sasl, "SASL SCRAM-SHA-512 handshake failed: is security.protocol right"},
-		{"TLS to a plaintext listener", errors.New("tls: first record does not look like a TLS handshake"), tls, "TLS handshake failed"},
-		{"plaintext", errors.New("EOF"), plain, ""},
+		{"bad credentials", sarama.ErrSASLAuthenticationFailed, sasl, "SASL credentials: the broker refused the username and password for SCRAM-SHA-512"},
+		{"listener without SASL", sarama.ErrIllegalSASLState, sasl, "SASL mechanism: the listener does not accept SASL SCRAM-SHA-512"},
+		{"TLS to a plaintext listener", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, tlsCfg, "TLS: the listener does not speak TLS"},
+		{"SASL to a plaintext listener", io.EOF, sasl, "network: the broker closed the connection: is security.protocol (SASL_PLAINTEXT) right"},
+		{"untrusted certificate under SASL_SSL", x509.UnknownAuthorityError{}, saslSSL, "TLS: the broker's certificate is not signed by a CA in the truststore"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
