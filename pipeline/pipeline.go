@@ -285,7 +285,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 	newLeaseReader := func(suffix, stage string, batch batching) (message.Subscriber, error) {
 		return p.shardedReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias,
 			p.cfg.GroupID+"-"+suffix, false, batch,
-			p.health.Stage(stage, clusterName("target", p.cfg.TargetAlias), readerRetryGap))
+			p.health.Stage(stage, clusterName("target", p.cfg.TargetAlias), readerRetryGap), p.leaseSession())
 	}
 	if p.cfg.SyncGroupOffsets {
 		var onResult func(string, messages.TopicPartition, groupsync.Reason, time.Time, time.Time)

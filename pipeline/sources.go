@@ -46,7 +46,7 @@ func (p *Pipeline) commitSource(ctx context.Context, groups filter.Matcher) (mes
 	switch mode {
 	case SourceOffsetsLog:
 		sub, err := p.shardedReader(config.SourceConsumer, p.cfg.Source.BootstrapServers, p.cfg.SourceAlias, p.cfg.GroupID, true,
-			batching{records: commitSourceBatch, behind: commitSourceBatch}, p.sourceCommitStage())
+			batching{records: commitSourceBatch, behind: commitSourceBatch}, p.sourceCommitStage(), p.sourceSession())
 		if err != nil {
 			return nil, "", fmt.Errorf("__consumer_offsets reader: %w", err)
 		}
@@ -170,7 +170,7 @@ type batching struct {
 	behind  int64
 }
 
-func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, group string, readCommitted bool, batch batching, stage *health.Stage) (message.Subscriber, error) {
+func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, group string, readCommitted bool, batch batching, stage *health.Stage, session groupSession) (message.Subscriber, error) {
 	cfg, err := p.cfg.SaramaConfig(role)
 	if err != nil {
 		return nil, err
@@ -178,7 +178,9 @@ func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, gr
 	return kafkalog.NewShardedReader(kafkalog.ShardedReaderConfig{
 		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger,
 			ReadCommitted: readCommitted, Hooks: p.stageHooks(stage), BatchRecords: batch.records, BatchBehind: batch.behind},
-		GroupID: group,
+		GroupID:           group,
+		SessionTimeout:    session.timeout,
+		HeartbeatInterval: session.heartbeat,
 		// Cooperative: a member joining or leaving moves only the partitions
 		// that change owner, so the others need not replay theirs. Chosen
 		// before the first release because switching a live group later takes
@@ -201,4 +203,38 @@ func reportTo(stage *health.Stage) func(error) {
 		}
 		stage.Success()
 	}
+}
+
+// groupSession overrides a reader group's session timeout and heartbeat
+// interval; the zero value keeps the consumer config's.
+type groupSession struct{ timeout, heartbeat time.Duration }
+
+// leaseSession is the session of the commit stage's lease groups: a lease
+// whose holder died passes on after checkpointd.commit.lease.session.timeout.ms,
+// and the standbys, heartbeating ten times per session, join the rebalance
+// within a tenth of it.
+func (p *Pipeline) leaseSession() groupSession {
+	return sessionOf(p.cfg.CommitLeaseSessionTimeout)
+}
+
+// sourceSession is the session of the group that shares __consumer_offsets:
+// the same as the lease's, so that the groups a dead instance translated
+// move on as soon as its lease does, unless the source consumer config sets
+// session.timeout.ms.
+func (p *Pipeline) sourceSession() groupSession {
+	if _, set := p.cfg.Source.Consumer["session.timeout.ms"]; set {
+		return groupSession{}
+	}
+	s := sessionOf(p.cfg.CommitLeaseSessionTimeout)
+	if _, set := p.cfg.Source.Consumer["heartbeat.interval.ms"]; set {
+		s.heartbeat = 0
+	}
+	return s
+}
+
+func sessionOf(t time.Duration) groupSession {
+	if t <= 0 {
+		return groupSession{}
+	}
+	return groupSession{timeout: t, heartbeat: max(t/10, 100*time.Millisecond)}
 }

@@ -60,6 +60,11 @@ type Config struct {
 	// StageFailureTimeout is how long a stage may keep failing before the
 	// instance is not ready (checkpointd.health.stage.failure.timeout.ms).
 	StageFailureTimeout time.Duration
+	// CommitLeaseSessionTimeout is the session timeout of the commit stage's
+	// lease group (how long the lease outlives a holder that died) and,
+	// unless the source consumer sets session.timeout.ms, of the group that
+	// shares __consumer_offsets.
+	CommitLeaseSessionTimeout time.Duration
 
 	// Raw holds every property after overrides (and, for an MM2 driver file, after
 	// mapping it onto connector keys), as given. It includes secrets: print Effective.

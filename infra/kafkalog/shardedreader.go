@@ -51,6 +51,11 @@ type ShardedReaderConfig struct {
 	// RebalanceTimeout and SessionTimeout override the Sarama config's
 	// Consumer.Group.Rebalance.Timeout and Session.Timeout when set.
 	RebalanceTimeout, SessionTimeout time.Duration
+	// HeartbeatInterval overrides Consumer.Group.Heartbeat.Interval when
+	// set; with only SessionTimeout set it is at most a third of it. The
+	// members still in the group learn of a rebalance with their next
+	// heartbeat.
+	HeartbeatInterval time.Duration
 	// RevokeTimeout bounds how long a claim that ends waits for the handler
 	// to ack Revoked before letting the partition go. Default the smaller of
 	// 10s and half the rebalance timeout.
@@ -103,6 +108,9 @@ func NewShardedReader(cfg ShardedReaderConfig) (*ShardedReader, error) {
 	if cfg.SessionTimeout > 0 {
 		saramaCfg.Consumer.Group.Session.Timeout = cfg.SessionTimeout
 		saramaCfg.Consumer.Group.Heartbeat.Interval = min(saramaCfg.Consumer.Group.Heartbeat.Interval, cfg.SessionTimeout/3)
+	}
+	if cfg.HeartbeatInterval > 0 {
+		saramaCfg.Consumer.Group.Heartbeat.Interval = cfg.HeartbeatInterval
 	}
 	if cfg.RevokeTimeout <= 0 {
 		cfg.RevokeTimeout = min(10*time.Second, saramaCfg.Consumer.Group.Rebalance.Timeout/2)

@@ -1,0 +1,527 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/messages"
+)
+
+// TestTakeoverAfterKill runs three `checkpointd run` processes syncing target
+// groups while groups commit steadily on the source, kills the holder of the
+// commit lease with SIGKILL, and checks what the issue asks of a takeover: no
+// checkpoint goes backwards, no target group offset is ever lowered, every
+// source commit reaches the target, and the commit stage is live again within
+// the lease's session timeout plus a few seconds. It logs the takeover time:
+// from the kill to the new holder's "commit stage caught up", and to the
+// first target commit of a source commit made after the kill.
+func TestTakeoverAfterKill(t *testing.T) {
+	t.Parallel()
+	bed := kafkatest.Shared(t)
+	bin := buildBinary(t)
+
+	name := kafkatest.UniqueName(t, "")
+	suffix := name[len(name)-8:]
+	src, tgt := "tksrc"+suffix, "tktgt"+suffix
+	topic := "orders-" + suffix
+	remote := src + "." + topic
+	syncsTopic, checkpoints := "mm2-offset-syncs."+tgt+".internal", src+".checkpoints.internal"
+	const partitions, groups = 2, 8
+	compact := map[string]string{"cleanup.policy": "compact"}
+	bed.Source.CreateTopic(t, topic, partitions, nil)
+	bed.Target.CreateTopic(t, remote, partitions, nil)
+	bed.Source.CreateTopic(t, syncsTopic, 1, compact)
+	bed.Target.CreateTopic(t, checkpoints, 1, compact)
+	groupName := func(g int) string { return fmt.Sprintf("tk-%s-g%d", suffix, g) }
+
+	load := startSteadyCommits(t, bed.Source, topic, syncsTopic, partitions, groups, groupName)
+	watch := watchTargetGroups(t, bed.Target, remote, partitions, groups, groupName)
+
+	props := map[string]string{
+		"source.cluster.alias": src, "target.cluster.alias": tgt,
+		"source.cluster.bootstrap.servers": bed.Source.Bootstrap, "target.cluster.bootstrap.servers": bed.Target.Bootstrap,
+		"groups": "tk-" + suffix + "-.*", "checkpoints.topic.replication.factor": "1",
+		"sync.group.offsets.enabled": "true", "sync.group.offsets.interval.seconds": "1",
+		"checkpointd.group.id": "checkpointd-" + suffix,
+	}
+	// Static membership, as in a pod with CHECKPOINTD_CONSUMER_GROUP_INSTANCE_ID
+	// set to its name: a restarted process takes its place back at once.
+	start := func(name string) *proc {
+		return startProc(t, bin, name, withProp(props, "consumer.group.instance.id", name))
+	}
+	procs := map[string]*proc{}
+	for i := range 3 {
+		name := fmt.Sprintf("cpd%d", i)
+		procs[name] = start(name)
+	}
+	for _, p := range procs {
+		p.waitReady(t, 60*time.Second)
+	}
+	awaitHolder(t, values(procs), nil, 30*time.Second)
+	time.Sleep(3 * time.Second) // steady state
+
+	// kill -9 of the holder, which does not come back (a lost node), then of
+	// the next holder, which restarts at once (a container restarted in place).
+	for _, restart := range []bool{false, true} {
+		holder := awaitHolder(t, values(procs), nil, 0)
+		killedAt := time.Now()
+		if err := syscall.Kill(holder.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-holder.done
+		delete(procs, holder.name)
+		what := "not restarted"
+		if restart {
+			procs[holder.name] = start(holder.name)
+			what = "restarted at once"
+		}
+		firstAfter := load.nextRound(killedAt)
+		next := awaitHolder(t, values(procs), &killedAt, 30*time.Second)
+		caughtUp := next.caughtUpAfter(killedAt).Sub(killedAt)
+		// Per group: when the first source commit made after the kill reached
+		// the target group (the groups the dead instance translated move too).
+		var live, first time.Duration
+		for g := range groups {
+			d := watch.reached(t, g, firstAfter.offset, 30*time.Second).Sub(killedAt)
+			live = max(live, d)
+			if first == 0 || d < first {
+				first = d
+			}
+		}
+		t.Logf("kill -9 of the lease holder %s (%s): %s caught up with the checkpoints topic after %v; source commits made %v after the kill reached their target groups %v to %v after the kill",
+			holder.name, what, next.name, caughtUp.Round(time.Millisecond), firstAfter.started.Sub(killedAt).Round(time.Millisecond),
+			first.Round(time.Millisecond), live.Round(time.Millisecond))
+		// The lease's session timeout (6 s) bounds the wait; a few seconds
+		// more for the rejoin and a loaded machine.
+		if live > 12*time.Second {
+			t.Errorf("the last group resumed %v after the kill, want within the 6 s session timeout and a few seconds", live)
+		}
+		time.Sleep(2 * time.Second)
+	}
+
+	time.Sleep(3 * time.Second)
+	last := load.stop(t)
+	for g := range groups {
+		watch.reached(t, g, last.offset, 30*time.Second)
+	}
+	watch.stop()
+	if lowered := watch.lowered(); len(lowered) > 0 {
+		t.Errorf("target group offsets lowered: %v", lowered)
+	}
+	checkCheckpointsMonotonic(t, bed.Target, checkpoints)
+	t.Logf("%d commit rounds; every group at offset %d on the target", last.n, last.offset)
+}
+
+func withProp(props map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(props)+1)
+	for pk, pv := range props {
+		out[pk] = pv
+	}
+	out[k] = v
+	return out
+}
+
+func values(procs map[string]*proc) []*proc {
+	out := make([]*proc, 0, len(procs))
+	for _, p := range procs {
+		out = append(out, p)
+	}
+	return out
+}
+
+// buildBinary builds checkpointd into the test's temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "checkpointd")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// proc is one `checkpointd run` process.
+type proc struct {
+	name, addr, log string
+	cmd             *exec.Cmd
+	done            chan struct{}
+}
+
+func startProc(t *testing.T, bin, name string, props map[string]string) *proc {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{name: name, addr: l.Addr().String(), log: filepath.Join(dir, "checkpointd.log"), done: make(chan struct{})}
+	l.Close()
+	var b strings.Builder
+	for k, v := range props {
+		fmt.Fprintf(&b, "%s: %q\n", k, v)
+	}
+	fmt.Fprintf(&b, "checkpointd.metrics.address: %q\ncheckpointd.instance.id: %q\n", p.addr, name)
+	cfg := filepath.Join(dir, "checkpointd.yaml")
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(p.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	p.cmd = exec.Command(bin, "run", "--config", cfg)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	var env []string // none of the harness's CHECKPOINTD_* or OTEL_*: they are config
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CHECKPOINTD_") && !strings.HasPrefix(kv, "OTEL_") {
+			env = append(env, kv)
+		}
+	}
+	p.cmd.Env = append(env, "OTEL_SDK_DISABLED=true")
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("%s's log:\n%s", p.name, p.tail(25))
+		}
+	})
+	return p
+}
+
+func (p *proc) tail(n int) string {
+	data, _ := os.ReadFile(p.log)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func (p *proc) waitReady(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	client := http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(timeout)
+	for {
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited:\n%s", p.name, p.tail(25))
+		default:
+		}
+		if resp, err := client.Get("http://" + p.addr + "/readyz"); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready within %v:\n%s", p.name, timeout, p.tail(25))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var caughtUpLine = regexp.MustCompile(`time=(\S+) level=INFO msg="commit stage caught up with the checkpoints topic"`)
+
+// caughtUpAfter returns when the process's commit stage last caught up with
+// the checkpoints topic at or after since (zero if it did not).
+func (p *proc) caughtUpAfter(since time.Time) time.Time {
+	data, _ := os.ReadFile(p.log)
+	var last time.Time
+	for _, m := range caughtUpLine.FindAllStringSubmatch(string(data), -1) {
+		at, err := time.Parse(time.RFC3339Nano, m[1])
+		if err == nil && !at.Before(since.Truncate(time.Millisecond)) {
+			last = at
+		}
+	}
+	return last
+}
+
+// awaitHolder waits until one of procs has caught up with the checkpoints
+// topic in its commit stage (after since, if given) and returns the one that
+// did last: the lease holder.
+func awaitHolder(t *testing.T, procs []*proc, since *time.Time, timeout time.Duration) *proc {
+	t.Helper()
+	from := time.Time{}
+	if since != nil {
+		from = *since
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		var holder *proc
+		var latest time.Time
+		for _, p := range procs {
+			if at := p.caughtUpAfter(from); !at.IsZero() && at.After(latest) {
+				holder, latest = p, at
+			}
+		}
+		if holder != nil {
+			return holder
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no process took the commit lease within %v", timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// round is one round of source commits: every group at offset on every
+// partition.
+type round struct {
+	n       int
+	started time.Time // when its first commit was sent
+	at      time.Time // when its commits were acknowledged
+	offset  int64
+}
+
+// steadyCommits writes, ten times a second, an offset sync 10 offsets
+// further on each partition and commits every group just past it, so every
+// round's commits translate to exactly their own offset on the target.
+type steadyCommits struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu     sync.Mutex
+	rounds []round
+	err    error
+}
+
+func startSteadyCommits(t *testing.T, c *kafkatest.Cluster, topic, syncsTopic string, partitions int32, groups int, groupName func(int) string) *steadyCommits {
+	t.Helper()
+	client := c.Client(t)
+	producer, err := sarama.NewSyncProducerFromClient(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &steadyCommits{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		defer producer.Close()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for n := 1; ctx.Err() == nil; n++ {
+			started := time.Now()
+			upstream := int64(n) * 10
+			var msgs []*sarama.ProducerMessage
+			for p := range partitions {
+				s := messages.OffsetSync{TopicPartition: messages.TopicPartition{Topic: topic, Partition: p}, UpstreamOffset: upstream, DownstreamOffset: upstream}
+				msgs = append(msgs, &sarama.ProducerMessage{Topic: syncsTopic, Key: sarama.ByteEncoder(s.Key()), Value: sarama.ByteEncoder(s.Value())})
+			}
+			err := producer.SendMessages(msgs)
+			for g := 0; g < groups && err == nil; g++ {
+				err = commitGroup(client, groupName(g), topic, partitions, upstream+1)
+			}
+			l.mu.Lock()
+			if err != nil {
+				l.err = err
+				l.mu.Unlock()
+				return
+			}
+			l.rounds = append(l.rounds, round{n: n, started: started, at: time.Now(), offset: upstream + 1})
+			l.mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-l.done })
+	return l
+}
+
+// commitGroup commits offset on every partition for group, as a client that
+// manages its own group does (generation -1), retrying a moving coordinator.
+func commitGroup(client sarama.Client, group, topic string, partitions int32, offset int64) error {
+	req := sarama.NewOffsetCommitRequest(client.Config(), group)
+	for p := range partitions {
+		req.AddBlockWithLeaderEpoch(topic, p, offset, -1, 0, "")
+	}
+	var err error
+	for range 20 {
+		var coord *sarama.Broker
+		if coord, err = client.Coordinator(group); err == nil {
+			var resp *sarama.OffsetCommitResponse
+			if resp, err = coord.CommitOffset(req); err == nil {
+				for _, parts := range resp.Errors {
+					for _, kerr := range parts {
+						if !errors.Is(kerr, sarama.ErrNoError) {
+							err = kerr
+						}
+					}
+				}
+				if err == nil {
+					return nil
+				}
+			}
+		}
+		_ = client.RefreshCoordinator(group)
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("commit %s at %d: %w", group, offset, err)
+}
+
+// nextRound waits for the first round whose commits were all made after at.
+func (l *steadyCommits) nextRound(at time.Time) round {
+	for {
+		l.mu.Lock()
+		for _, r := range l.rounds {
+			if r.started.After(at) {
+				l.mu.Unlock()
+				return r
+			}
+		}
+		l.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stop ends the commits and returns the last round.
+func (l *steadyCommits) stop(t *testing.T) round {
+	t.Helper()
+	l.cancel()
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		t.Fatalf("source commits failed: %v", l.err)
+	}
+	return l.rounds[len(l.rounds)-1]
+}
+
+// targetWatch reads the target groups' offsets every 50 ms, noting when each
+// group's offset changed and any that went down.
+type targetWatch struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu   sync.Mutex
+	at   map[int]map[int64]time.Time // group -> lowest offset on every partition -> first seen
+	low  []string
+	last map[string]int64
+}
+
+func watchTargetGroups(t *testing.T, c *kafkatest.Cluster, remote string, partitions int32, groups int, groupName func(int) string) *targetWatch {
+	t.Helper()
+	admin := c.Admin(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &targetWatch{cancel: cancel, done: make(chan struct{}), at: make(map[int]map[int64]time.Time), last: make(map[string]int64)}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			for g := range groups {
+				resp, err := admin.ListConsumerGroupOffsets(groupName(g), map[string][]int32{remote: []int32{0, 1}[:partitions]})
+				if err != nil {
+					continue
+				}
+				now := time.Now()
+				lowest := int64(-1)
+				w.mu.Lock()
+				for p := range partitions {
+					b := resp.GetBlock(remote, p)
+					if b == nil || b.Offset < 0 {
+						lowest = -1
+						break
+					}
+					key := fmt.Sprintf("%s/%d", groupName(g), p)
+					if prev, ok := w.last[key]; ok && b.Offset < prev {
+						w.low = append(w.low, fmt.Sprintf("%s %d -> %d", key, prev, b.Offset))
+					}
+					w.last[key] = b.Offset
+					if lowest < 0 || b.Offset < lowest {
+						lowest = b.Offset
+					}
+				}
+				if lowest >= 0 {
+					if w.at[g] == nil {
+						w.at[g] = make(map[int64]time.Time)
+					}
+					if _, seen := w.at[g][lowest]; !seen {
+						w.at[g][lowest] = now
+					}
+				}
+				w.mu.Unlock()
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(w.stop)
+	return w
+}
+
+// reached waits until group g is at offset or beyond on every partition and
+// returns when that was first seen.
+func (w *targetWatch) reached(t *testing.T, g int, offset int64, timeout time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		w.mu.Lock()
+		var first time.Time
+		for off, at := range w.at[g] {
+			if off >= offset && (first.IsZero() || at.Before(first)) {
+				first = at
+			}
+		}
+		w.mu.Unlock()
+		if !first.IsZero() {
+			return first
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("target group %d not at offset %d within %v", g, offset, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (w *targetWatch) stop() { w.cancel(); <-w.done }
+
+func (w *targetWatch) lowered() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.low...)
+}
+
+// checkCheckpointsMonotonic reads the checkpoints topic and fails the test
+// if a (group, partition) checkpoint is ever lower than the one before it:
+// the source groups here never rewind.
+func checkCheckpointsMonotonic(t *testing.T, c *kafkatest.Cluster, topic string) {
+	t.Helper()
+	last := make(map[string]int64)
+	n := 0
+	for _, m := range c.ReadAll(t, topic) {
+		cp, err := messages.DecodeCheckpoint(m.Key, m.Value)
+		if err != nil {
+			t.Errorf("checkpoint at offset %d: %v", m.Offset, err)
+			continue
+		}
+		n++
+		key := cp.Group + "/" + cp.TopicPartition.String()
+		if prev, ok := last[key]; ok && cp.DownstreamOffset < prev {
+			t.Errorf("checkpoint of %s went backwards at offset %d: %d after %d", key, m.Offset, cp.DownstreamOffset, prev)
+		}
+		last[key] = cp.DownstreamOffset
+	}
+	t.Logf("%d checkpoints of %d (group, partition) pairs, none backwards", n, len(last))
+}
