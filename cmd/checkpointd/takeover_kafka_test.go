@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,7 +30,9 @@ import (
 // source commit reaches the target, and the commit stage is live again within
 // the lease's session timeout plus a few seconds. It logs the takeover time:
 // from the kill to the new holder's "commit stage caught up", and to the
-// first target commit of a source commit made after the kill.
+// first target commit of a source commit made after the kill; then the
+// longest pause of any group's target commits when a fourth instance joins
+// and when the lease holder restarts gracefully under the same name.
 func TestTakeoverAfterKill(t *testing.T) {
 	t.Parallel()
 	bed := kafkatest.Shared(t)
@@ -114,7 +117,27 @@ func TestTakeoverAfterKill(t *testing.T) {
 		time.Sleep(2 * time.Second)
 	}
 
-	time.Sleep(3 * time.Second)
+	// Scale-out: a fourth instance joins; some __consumer_offsets partitions
+	// move to it and are replayed there. Then a rolling restart of one
+	// instance (SIGTERM, started again under its name).
+	added := time.Now()
+	procs["cpd3"] = start("cpd3")
+	procs["cpd3"].waitReady(t, 60*time.Second)
+	time.Sleep(4 * time.Second)
+	g, gap := watch.maxGap(added, time.Now())
+	t.Logf("scale-out to 4 instances: longest pause of a target group's commits %v (group %d; commits every 100 ms)", gap.Round(time.Millisecond), g)
+
+	holder := awaitHolder(t, values(procs), nil, 0)
+	restarted := time.Now()
+	holder.stop()
+	procs[holder.name] = start(holder.name)
+	procs[holder.name].waitReady(t, 60*time.Second)
+	back := time.Since(restarted)
+	time.Sleep(4 * time.Second)
+	g, gap = watch.maxGap(restarted, time.Now())
+	t.Logf("restart of the lease holder %s (SIGTERM, ready again after %v, same group.instance.id): longest pause of a target group's commits %v (group %d)",
+		holder.name, back.Round(time.Millisecond), gap.Round(time.Millisecond), g)
+
 	last := load.stop(t)
 	for g := range groups {
 		watch.reached(t, g, last.offset, 30*time.Second)
@@ -200,18 +223,23 @@ func startProc(t *testing.T, bin, name string, props map[string]string) *proc {
 	}
 	go func() { _ = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(20 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
+		p.stop()
 		if t.Failed() {
 			t.Logf("%s's log:\n%s", p.name, p.tail(25))
 		}
 	})
 	return p
+}
+
+// stop stops the process gracefully (SIGTERM), killing it after 20 s.
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
 }
 
 func (p *proc) tail(n int) string {
@@ -496,6 +524,34 @@ func (w *targetWatch) reached(t *testing.T, g int, offset int64, timeout time.Du
 }
 
 func (w *targetWatch) stop() { w.cancel(); <-w.done }
+
+// maxGap returns the group whose target offsets went longest without moving
+// between from and to, and for how long (from the last move before from).
+func (w *targetWatch) maxGap(from, to time.Time) (int, time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	worst, longest := -1, time.Duration(0)
+	for g, seen := range w.at {
+		var times []time.Time
+		for _, at := range seen {
+			times = append(times, at)
+		}
+		slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+		prev := time.Time{}
+		for _, at := range append(times, to) {
+			if at.After(from) && !prev.IsZero() {
+				if d := at.Sub(prev); d > longest {
+					worst, longest = g, d
+				}
+			}
+			if at.After(to) {
+				break
+			}
+			prev = at
+		}
+	}
+	return worst, longest
+}
 
 func (w *targetWatch) lowered() []string {
 	w.mu.Lock()
