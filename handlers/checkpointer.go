@@ -36,12 +36,15 @@ type CheckpointerConfig struct {
 	Observer    Observer     // nil: NopObserver
 	Logger      *slog.Logger // nil: slog.Default()
 	// RefreshInterval paces what offset syncs do to groups that have not
-	// committed since their last decision: the (group, partition) pairs a
-	// sync may move are collected and decided together once per interval,
-	// so each gets at most one sync-driven checkpoint per interval however
-	// fast syncs arrive (MM2 re-translates every group once per
-	// emit.checkpoints.interval.seconds). A source commit is always decided
-	// at once. Zero decides on every sync.
+	// committed since their last decision. The first sync to reach a
+	// (group, partition) in an interval decides it at once; later ones in
+	// the same interval only mark it, and the marked pairs are decided
+	// together at the interval's end. So a pair gets at most one
+	// sync-driven decision per interval plus the one that opened it,
+	// however fast syncs arrive (MM2 re-translates every group once per
+	// emit.checkpoints.interval.seconds), and a sync that comes after a
+	// quiet spell is acted on without waiting. A source commit is always
+	// decided at once. Zero decides on every sync.
 	RefreshInterval time.Duration
 }
 
@@ -77,6 +80,10 @@ type Checkpointer struct {
 	// moved since the last Refresh, with the span context of the sync's
 	// record when it was sampled (zero otherwise).
 	refresh map[groupPartition]trace.SpanContext
+	// syncDecided holds the pairs a sync or a refresh decided in the
+	// current interval: a further sync for one of them waits for the
+	// refresh. Refresh starts it anew.
+	syncDecided map[groupPartition]struct{}
 	// topics caches, per upstream topic, the topic filter's verdict and the
 	// downstream name: both are fixed for the life of the process, and a
 	// sync re-decides thousands of groups on one topic.
@@ -136,6 +143,7 @@ func NewCheckpointer(cfg CheckpointerConfig) (*Checkpointer, error) {
 		undecided:   make(map[groupPartition]trace.SpanContext),
 		topics:      make(map[string]topicInfo),
 		refresh:     make(map[groupPartition]trace.SpanContext),
+		syncDecided: make(map[groupPartition]struct{}),
 	}, nil
 }
 
@@ -180,7 +188,13 @@ func (c *Checkpointer) ApplySync(ctx context.Context, s messages.OffsetSync) {
 		sc, c.tracer = span.SpanContext(), span.TracerProvider()
 	}
 	for i, group := range groups {
-		c.refresh[groupPartition{group, s.TopicPartition}] = sc
+		key := groupPartition{group, s.TopicPartition}
+		if _, paced := c.syncDecided[key]; !paced {
+			c.syncDecided[key] = struct{}{}
+			c.evaluate(ctx, group, s.TopicPartition)
+			continue
+		}
+		c.refresh[key] = sc
 		recordDecision(ctx, group, s.TopicPartition, messages.TopicPartition{}, DecisionDeferred, "", offsets[i], -1)
 	}
 }
@@ -190,12 +204,16 @@ func (c *Checkpointer) ApplySync(ctx context.Context, s messages.OffsetSync) {
 func (c *Checkpointer) Refresh(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// The pairs decided now stay paced through the next interval; the
+	// others may be decided by their next sync at once.
+	clear(c.syncDecided)
 	if len(c.refresh) == 0 {
 		return
 	}
 	due := c.refresh
 	c.refresh = make(map[groupPartition]trace.SpanContext, len(due))
 	for key, sc := range due {
+		c.syncDecided[key] = struct{}{}
 		if !c.isLive(key.group) {
 			continue
 		}
@@ -300,6 +318,7 @@ func (c *Checkpointer) dropShard(p int32) {
 		c.commits.ForEachOf(group, func(tp messages.TopicPartition, _ translate.Commit) {
 			delete(c.undecided, groupPartition{group, tp})
 			delete(c.refresh, groupPartition{group, tp})
+			delete(c.syncDecided, groupPartition{group, tp})
 		})
 		c.commits.DeleteGroup(group)
 		delete(c.groupShard, group)

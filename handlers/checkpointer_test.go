@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,6 +100,15 @@ func wantCheckpoints(t *testing.T, got []messages.Checkpoint, want ...messages.C
 			t.Fatalf("checkpoint %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
+}
+
+// wantCheckpointsOfGroups is wantCheckpoints for checkpoints of different
+// groups decided by one sync, whose order is not defined: want is in group
+// order.
+func wantCheckpointsOfGroups(t *testing.T, got []messages.Checkpoint, want ...messages.Checkpoint) {
+	t.Helper()
+	slices.SortFunc(got, func(a, b messages.Checkpoint) int { return strings.Compare(a.Group, b.Group) })
+	wantCheckpoints(t, got, want...)
 }
 
 func cp(group string, up, down int64) messages.Checkpoint {
@@ -323,9 +334,11 @@ func TestCheckpointerThroughHandlers(t *testing.T) {
 	wantCheckpoints(t, rec.take(), cp("g", 7, 3))
 }
 
-// With a refresh interval, syncs mark the groups they may move and Refresh
-// decides each once, however many syncs came; a commit is decided at once
-// and needs no refresh.
+// With a refresh interval, the first sync to reach a group in an interval
+// decides it at once; later ones only mark it, and Refresh decides each
+// marked group once, however many syncs came. A commit is decided at once
+// and needs no refresh. A group a refresh decided stays paced through the
+// next interval.
 func TestCheckpointerRefreshPacesSyncDecisions(t *testing.T) {
 	ctx := context.Background()
 	c, rec := newTestCheckpointer(t, ".*", ".*")
@@ -336,21 +349,30 @@ func TestCheckpointerRefreshPacesSyncDecisions(t *testing.T) {
 	c.SourceCommit(ctx, 0, commitRec("busy", orders0, 100), time.Time{})
 	wantCheckpoints(t, rec.take(), cp("idle", 100, 1), cp("busy", 100, 1)) // commits: at once
 
-	for u := int64(10); u <= 90; u += 10 {
+	c.ApplySync(ctx, syncOf(orders0, 10, 10)) // the interval's first sync: at once
+	wantCheckpointsOfGroups(t, rec.take(), cp("busy", 100, 11), cp("idle", 100, 11))
+	for u := int64(20); u <= 90; u += 10 {
 		c.ApplySync(ctx, syncOf(orders0, u, u))
 	}
 	if got := rec.take(); len(got) != 0 {
-		t.Fatalf("syncs emitted %+v before the refresh", got)
+		t.Fatalf("later syncs of the interval emitted %+v before the refresh", got)
 	}
 	c.SourceCommit(ctx, 0, commitRec("busy", orders0, 120), time.Time{}) // decided now, with every sync
 	wantCheckpoints(t, rec.take(), cp("busy", 120, 91))
 
 	c.Refresh(ctx)
 	wantCheckpoints(t, rec.take(), cp("idle", 100, 91)) // once, at the newest sync; busy needs nothing
+	// idle was decided by the refresh: paced; busy was not: at once.
+	c.ApplySync(ctx, syncOf(orders0, 95, 95))
+	wantCheckpoints(t, rec.take(), cp("busy", 120, 96))
+	c.Refresh(ctx)
+	wantCheckpoints(t, rec.take(), cp("idle", 100, 96))
 	c.Refresh(ctx)
 	if got := rec.take(); len(got) != 0 {
-		t.Fatalf("a second refresh with no new sync emitted %+v", got)
+		t.Fatalf("a refresh with no new sync emitted %+v", got)
 	}
+	c.ApplySync(ctx, syncOf(orders0, 97, 97)) // a quiet interval went by: at once
+	wantCheckpointsOfGroups(t, rec.take(), cp("busy", 120, 98), cp("idle", 100, 98))
 }
 
 // A refresh queued for a group whose shard was revoked decides nothing.
@@ -361,8 +383,9 @@ func TestCheckpointerRefreshForgetsRevokedGroups(t *testing.T) {
 	openGate(c)
 	c.ApplySync(ctx, syncOf(orders0, 0, 0))
 	c.SourceCommit(ctx, 0, commitRec("g", orders0, 100), time.Time{})
+	c.ApplySync(ctx, syncOf(orders0, 40, 40)) // decided at once
 	rec.take()
-	c.ApplySync(ctx, syncOf(orders0, 50, 50))
+	c.ApplySync(ctx, syncOf(orders0, 50, 50)) // queued for the refresh
 	c.ShardRevoked(0)
 	c.Refresh(ctx)
 	if got := rec.take(); len(got) != 0 {
