@@ -24,6 +24,14 @@ func newTest(groupLabels bool) *Metrics {
 // the given labels, from the registry as a scrape would see it.
 func histogram(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (uint64, float64) {
 	t.Helper()
+	m := series(t, reg, name, labels)
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+// series returns the series of metric name with the given labels as a
+// scrape would see it; nil (whose getters return zeros) if there is none.
+func series(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) *dto.Metric {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -34,11 +42,11 @@ func histogram(t *testing.T, reg *prometheus.Registry, name string, labels map[s
 		}
 		for _, m := range mf.GetMetric() {
 			if matches(m, labels) {
-				return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+				return m
 			}
 		}
 	}
-	return 0, 0
+	return nil
 }
 
 func matches(m *dto.Metric, labels map[string]string) bool {

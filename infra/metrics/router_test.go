@@ -56,29 +56,10 @@ func TestRouterMetrics(t *testing.T) {
 		}
 	}
 	for _, acked := range []string{"acked", "nacked"} {
-		got := counterValue(t, m, "checkpointd_router_subscriber_messages_received_total",
-			map[string]string{"handler_name": "translate_commits", "acked": acked})
+		got := series(t, m.reg, "checkpointd_router_subscriber_messages_received_total",
+			map[string]string{"handler_name": "translate_commits", "acked": acked}).GetCounter().GetValue()
 		if got != 1 {
 			t.Errorf("subscriber_messages_received_total{acked=%s} = %v, want 1", acked, got)
 		}
 	}
-}
-
-func counterValue(t *testing.T, m *Metrics, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := m.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, s := range mf.GetMetric() {
-			if matches(s, labels) {
-				return s.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
 }
