@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,9 @@ import (
 
 // TestReadyNamesStageWithACLRevoked runs checkpointd with the least ACLs
 // (offsets-log mode, syncing target groups) on the secured cluster, waits
-// until it is ready and has synced a group, then revokes one ACL at a time:
+// until it is ready and has synced a group, then revokes one ACL at a time
+// (WRITE on the checkpoints topic, READ on the commit lease's group, READ on
+// the group sharing __consumer_offsets):
 // /readyz turns 503 naming the stage that lost it once the stage has failed
 // for checkpointd.health.stage.failure.timeout.ms, and 200 again when the
 // ACL is back.
@@ -139,11 +142,12 @@ func TestReadyNamesStageWithACLRevoked(t *testing.T) {
 	// The offset sync is 5 -> 5: a source commit at c > 5 translates to 6.
 	commit := int64(5)
 	for _, tc := range []struct {
-		stage string
-		g     grant
+		stage, cluster string
+		g              grant
 	}{
-		{"checkpoint publisher", grant{sarama.AclResourceTopic, e.checkpoints, sarama.AclOperationWrite}},
-		{"commit lease", grant{sarama.AclResourceGroup, gid + "-commit", sarama.AclOperationRead}},
+		{"checkpoint publisher", "target " + strconv.Quote(e.tgt), grant{sarama.AclResourceTopic, e.checkpoints, sarama.AclOperationWrite}},
+		{"commit lease", "target " + strconv.Quote(e.tgt), grant{sarama.AclResourceGroup, gid + "-commit", sarama.AclOperationRead}},
+		{"source commit reader", "source " + strconv.Quote(e.src), grant{sarama.AclResourceGroup, gid, sarama.AclOperationRead}},
 	} {
 		if err := revoke(tc.g); err != nil {
 			t.Fatalf("revoke %v: %v", tc.g, err)
@@ -151,7 +155,7 @@ func TestReadyNamesStageWithACLRevoked(t *testing.T) {
 		revoked := time.Now()
 		commit++
 		s.CommitOffsets(t, group, map[messages.TopicPartition]int64{tp: commit})
-		want := fmt.Sprintf("stage %s on cluster target %q", tc.stage, e.tgt)
+		want := fmt.Sprintf("stage %s on cluster %s", tc.stage, tc.cluster)
 		var body string
 		await("/readyz 503 naming "+tc.stage, 45*time.Second, func() error {
 			var code int
