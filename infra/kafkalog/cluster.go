@@ -19,6 +19,7 @@ func connect(ctx context.Context, cfg *ReaderConfig, saramaCfg *sarama.Config, l
 		err    error
 	}
 	bo := newBackoff(cfg.RetryBackoff, cfg.MaxRetryBackoff)
+	var fails failureLog
 	for {
 		done := make(chan result, 1)
 		go func() {
@@ -28,10 +29,11 @@ func connect(ctx context.Context, cfg *ReaderConfig, saramaCfg *sarama.Config, l
 		select {
 		case res := <-done:
 			if res.err == nil {
+				fails.ok(log, "connected to cluster", "brokers", cfg.Brokers)
 				cfg.Hooks.ready("")
 				return res.client
 			}
-			log.Warn("cannot connect to cluster", "brokers", cfg.Brokers, "error", res.err)
+			fails.failed(log, "cannot connect to cluster", res.err, "brokers", cfg.Brokers)
 			cfg.Hooks.failed("", fmt.Errorf("connect to %v: %w", cfg.Brokers, res.err))
 		case <-ctx.Done():
 			go func() {

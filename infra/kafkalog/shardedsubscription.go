@@ -26,6 +26,7 @@ type shardedSubscription struct {
 	out    chan<- *message.Message
 	log    *slog.Logger
 	client sarama.Client
+	fails  failureLog // the group's failures, logged once per change
 }
 
 func (s *shardedSubscription) run(ctx context.Context) {
@@ -49,7 +50,7 @@ func (s *shardedSubscription) run(ctx context.Context) {
 	}()
 	go func() {
 		for err := range group.Errors() {
-			s.log.Warn("consumer group error", "error", err)
+			s.fails.failed(s.log, "consumer group error", err)
 			s.cfg.Hooks.failed(s.topic, fmt.Errorf("consumer group %s: %w", s.cfg.GroupID, err))
 		}
 	}()
@@ -74,7 +75,7 @@ func (s *shardedSubscription) run(ctx context.Context) {
 				return
 			}
 		default:
-			s.log.Warn("consumer group session failed", "error", err)
+			s.fails.failed(s.log, "consumer group session failed", err)
 			s.cfg.Hooks.failed(s.topic, fmt.Errorf("consumer group %s: %w", s.cfg.GroupID, err))
 		}
 		if !bo.wait(ctx) {
@@ -87,6 +88,7 @@ func (s *shardedSubscription) run(ctx context.Context) {
 type claimHandler struct{ s *shardedSubscription }
 
 func (h claimHandler) Setup(sess sarama.ConsumerGroupSession) error {
+	h.s.fails.ok(h.s.log, "") // the line below says it
 	h.s.log.Info("joined consumer group", "generation", sess.GenerationID(), "partitions", sess.Claims()[h.s.topic])
 	h.s.cfg.Hooks.ready(h.s.topic)
 	return nil
