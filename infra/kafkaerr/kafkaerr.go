@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/IBM/sarama"
@@ -179,3 +180,81 @@ func Describe(err error, cfg *sarama.Config) string {
 	}
 	return err.Error()
 }
+
+// Permission is an ACL operation on a resource, e.g. READ on topic "orders".
+type Permission struct {
+	Operation    string // READ, WRITE, DESCRIBE, ...
+	ResourceType string // topic, group, cluster
+	Name         string
+}
+
+func (p Permission) String() string {
+	if p.ResourceType == "cluster" {
+		return p.Operation + " on the cluster"
+	}
+	return fmt.Sprintf("%s on %s %q", p.Operation, p.ResourceType, p.Name)
+}
+
+// Needs names what an authorization failure lacks: when err is one
+// (LayerOf(err) == Authorization), it is wrapped as
+// `<err> (authorization: READ on topic "t" is needed)`, naming those of perms
+// whose resource type the broker denied (a topic, group or cluster
+// authorization error), or all of them when none is of that type; a
+// permission err's message names already is left out. Any other err, and an
+// err wrapped by Needs before, is returned as it is. errors.Is and errors.As
+// see through the wrapping.
+func Needs(err error, perms ...Permission) error {
+	if err == nil || len(perms) == 0 || LayerOf(err) != Authorization {
+		return err
+	}
+	var done *needsError
+	if errors.As(err, &done) {
+		return err
+	}
+	denied := deniedType(err)
+	var named []Permission
+	for _, p := range perms {
+		if p.ResourceType == denied {
+			named = append(named, p)
+		}
+	}
+	if len(named) == 0 {
+		named = perms
+	}
+	msg := err.Error()
+	var parts []string
+	for _, p := range named {
+		if s := p.String(); !strings.Contains(msg, s) && !slices.Contains(parts, s) {
+			parts = append(parts, s)
+		}
+	}
+	if len(parts) == 0 {
+		return err
+	}
+	verb := " is needed"
+	if len(parts) > 1 {
+		verb = " are needed"
+	}
+	return &needsError{err: err, msg: msg + " (authorization: " + strings.Join(parts, " and ") + verb + ")"}
+}
+
+// deniedType is the resource type of the authorization error err.
+func deniedType(err error) string {
+	switch {
+	case errors.Is(err, sarama.ErrTopicAuthorizationFailed):
+		return "topic"
+	case errors.Is(err, sarama.ErrGroupAuthorizationFailed):
+		return "group"
+	case errors.Is(err, sarama.ErrClusterAuthorizationFailed):
+		return "cluster"
+	}
+	return ""
+}
+
+type needsError struct {
+	err error
+	msg string
+}
+
+func (e *needsError) Error() string { return e.msg }
+func (e *needsError) Unwrap() error { return e.err }

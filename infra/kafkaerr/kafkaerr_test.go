@@ -134,3 +134,50 @@ func selfSigned(t *testing.T) tls.Certificate {
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
+
+func TestNeeds(t *testing.T) {
+	topic := Permission{"READ", "topic", "mm2-offset-syncs.b.internal"}
+	group := Permission{"READ", "group", "checkpointd-commit"}
+	write := Permission{"WRITE", "topic", "a.checkpoints.internal"}
+	denyTopic := fmt.Errorf("consume partition 0: %w", sarama.ErrTopicAuthorizationFailed)
+	denyGroup := fmt.Errorf("consumer group g: %w", sarama.ErrGroupAuthorizationFailed)
+	cases := []struct {
+		name  string
+		err   error
+		perms []Permission
+		want  string // the message; "" for err unchanged
+	}{
+		{"topic denied: the topic's permission", denyTopic, []Permission{topic, group},
+			denyTopic.Error() + ` (authorization: READ on topic "mm2-offset-syncs.b.internal" is needed)`},
+		{"group denied: the group's permission", denyGroup, []Permission{topic, group},
+			denyGroup.Error() + ` (authorization: READ on group "checkpointd-commit" is needed)`},
+		{"no permission of the denied type: all", denyGroup, []Permission{topic, write},
+			denyGroup.Error() + ` (authorization: READ on topic "mm2-offset-syncs.b.internal" and WRITE on topic "a.checkpoints.internal" are needed)`},
+		{"cluster denied", fmt.Errorf("x: %w", sarama.ErrClusterAuthorizationFailed), []Permission{{"DESCRIBE", "cluster", ""}},
+			"x: " + sarama.ErrClusterAuthorizationFailed.Error() + " (authorization: DESCRIBE on the cluster is needed)"},
+		{"not authorization", fmt.Errorf("x: %w", sarama.ErrNotCoordinatorForConsumer), []Permission{topic}, ""},
+		{"TLS", errors.New("tls: handshake failure"), []Permission{topic}, ""},
+		{"nil", nil, []Permission{topic}, ""},
+		{"named already", fmt.Errorf(`%w (the principal needs READ on topic "mm2-offset-syncs.b.internal")`, sarama.ErrTopicAuthorizationFailed), []Permission{topic}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Needs(tc.err, tc.perms...)
+			if tc.want == "" {
+				if got != tc.err {
+					t.Fatalf("Needs changed %v into %v", tc.err, got)
+				}
+				return
+			}
+			if got.Error() != tc.want {
+				t.Fatalf("got  %s\nwant %s", got, tc.want)
+			}
+			if !errors.Is(got, tc.err) || LayerOf(got) != Authorization {
+				t.Fatalf("%v: does not wrap %v", got, tc.err)
+			}
+			if again := Needs(fmt.Errorf("stage: %w", got), group, topic); again.Error() != "stage: "+tc.want {
+				t.Fatalf("wrapped twice: %s", again)
+			}
+		})
+	}
+}
