@@ -12,6 +12,7 @@ import (
 	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/infra/health"
+	"github.com/checkpointd/checkpointd/infra/kafkaerr"
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
 	"github.com/checkpointd/checkpointd/messages"
 )
@@ -34,10 +35,11 @@ const readerRetryGap = 10 * time.Second
 func clusterName(role, alias string) string { return fmt.Sprintf("%s %q", role, alias) }
 
 // stageHooks feed a reader's records and failures to its stage and, if any,
-// the metrics.
-func (p *Pipeline) stageHooks(stage *health.Stage) kafkalog.Hooks {
+// the metrics. group is the reader's consumer group ("" for none): an
+// authorization failure names READ on the topic read, or on the group.
+func (p *Pipeline) stageHooks(stage *health.Stage, group string) kafkalog.Hooks {
 	h := kafkalog.Hooks{
-		OnError: func(_ string, err error) { stage.Failure(err) },
+		OnError: func(topic string, err error) { stage.Failure(readNeeds(err, topic, group)) },
 		OnReady: func(string) { stage.Success() },
 	}
 	if p.opts.metrics != nil {
@@ -62,6 +64,7 @@ type healthPublisher struct {
 func (h healthPublisher) Publish(topic string, msgs ...*message.Message) error {
 	err := h.Publisher.Publish(topic, msgs...)
 	if err != nil {
+		err = kafkaerr.Needs(err, kafkaerr.Permission{Operation: "WRITE", ResourceType: "topic", Name: topic})
 		h.stage.Failure(err)
 	} else {
 		h.stage.Success()
@@ -70,9 +73,12 @@ func (h healthPublisher) Publish(topic string, msgs ...*message.Message) error {
 }
 
 // healthTargetGroups reports the commit stage's calls to the target: a call
-// that failed for every group it covered is a failure, a commit that wrote
-// something a success. One group failing among others that work is that
-// group's problem (metrics and logs show it), not the stage's.
+// that failed for every group (or topic) it covered is a failure, a commit
+// that wrote something a success. One group failing among others that work
+// is that group's problem (metrics and logs show it), not the stage's. An
+// authorization failure names the permission the call needs: DESCRIBE on the
+// group to describe it or fetch its offsets, DESCRIBE on a topic to look up
+// its partitions, READ on the group (and its topics) to commit.
 type healthTargetGroups struct {
 	handlers.TargetGroups
 	stage *health.Stage
@@ -90,8 +96,8 @@ func (h healthTargetGroups) Describe(ctx context.Context, groups []string) (map[
 		if ok && st.DescribeErr == nil {
 			return states, nil
 		}
-		if first == nil && ok {
-			first = st.DescribeErr
+		if first == nil && ok && st.DescribeErr != nil {
+			first = kafkaerr.Needs(st.DescribeErr, describeOn("group", g))
 		}
 	}
 	if len(groups) > 0 && first != nil {
@@ -104,17 +110,28 @@ func (h healthTargetGroups) Offsets(ctx context.Context, groups []string) (map[s
 	current, errs := h.TargetGroups.Offsets(ctx, groups)
 	if len(errs) > 0 && len(current) == 0 {
 		for g, err := range errs {
-			h.stage.Failure(fmt.Errorf("fetch offsets of target group %q (and %d more): %w", g, len(errs)-1, err))
+			h.stage.Failure(fmt.Errorf("fetch offsets of target group %q (and %d more): %w", g, len(errs)-1, kafkaerr.Needs(err, describeOn("group", g))))
 			break
 		}
 	}
 	return current, errs
 }
 
+func (h healthTargetGroups) ExistingPartitions(ctx context.Context, topics []string) (map[messages.TopicPartition]bool, map[string]error) {
+	existing, errs := h.TargetGroups.ExistingPartitions(ctx, topics)
+	if len(errs) > 0 && len(errs) == len(topics) {
+		for topic, err := range errs {
+			h.stage.Failure(fmt.Errorf("look up partitions of target topic %q (and %d more): %w", topic, len(errs)-1, kafkaerr.Needs(err, describeOn("topic", topic))))
+			break
+		}
+	}
+	return existing, errs
+}
+
 func (h healthTargetGroups) Commit(ctx context.Context, group string, offsets map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
 	res, err := h.TargetGroups.Commit(ctx, group, offsets)
 	if err != nil {
-		h.stage.Failure(fmt.Errorf("commit target group %q: %w", group, err))
+		h.stage.Failure(fmt.Errorf("commit target group %q: %w", group, kafkaerr.Needs(err, readOn("group", group))))
 		return res, err
 	}
 	var failed groupsync.Reason
@@ -131,6 +148,26 @@ func (h healthTargetGroups) Commit(ctx context.Context, group string, offsets ma
 		h.stage.Failure(fmt.Errorf("commit target group %q: %s", group, failed))
 	}
 	return res, nil
+}
+
+// readOn is READ on a resource.
+func readOn(resourceType, name string) kafkaerr.Permission {
+	return kafkaerr.Permission{Operation: "READ", ResourceType: resourceType, Name: name}
+}
+
+// describeOn is DESCRIBE on a resource.
+func describeOn(resourceType, name string) kafkaerr.Permission {
+	return kafkaerr.Permission{Operation: "DESCRIBE", ResourceType: resourceType, Name: name}
+}
+
+// readNeeds is a reader's err naming, if it is an authorization failure,
+// READ on the topic it reads or on its group (group "" for none).
+func readNeeds(err error, topic, group string) error {
+	perms := []kafkaerr.Permission{readOn("topic", topic)}
+	if group != "" {
+		perms = append(perms, readOn("group", group))
+	}
+	return kafkaerr.Needs(err, perms...)
 }
 
 // errGateClosed is the readiness error before the start-up replay is done.

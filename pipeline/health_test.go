@@ -3,10 +3,12 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/checkpointd/checkpointd/handlers/groupsync"
@@ -22,6 +24,7 @@ type fakeTarget struct {
 	current     map[string]map[messages.TopicPartition]int64
 	commitErr   error
 	commit      map[messages.TopicPartition]groupsync.Reason
+	topicErrs   map[string]error
 }
 
 func (f fakeTarget) Describe(context.Context, []string) (map[string]groupsync.TargetGroup, error) {
@@ -33,7 +36,7 @@ func (f fakeTarget) Offsets(context.Context, []string) (map[string]map[messages.
 }
 
 func (f fakeTarget) ExistingPartitions(context.Context, []string) (map[messages.TopicPartition]bool, map[string]error) {
-	return nil, nil
+	return nil, f.topicErrs
 }
 
 func (f fakeTarget) Commit(context.Context, string, map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
@@ -69,6 +72,19 @@ func TestHealthTargetGroups(t *testing.T) {
 			func(h healthTargetGroups) { _, _ = h.Commit(context.Background(), "a", nil) }, "GROUP_AUTHORIZATION_FAILED"},
 		{"commit partly written", fakeTarget{commit: map[messages.TopicPartition]groupsync.Reason{tp: groupsync.Unauthorized, tp1: groupsync.Committed}},
 			func(h healthTargetGroups) { _, _ = h.Commit(context.Background(), "a", nil) }, ""},
+		{"every group's describe not authorized", fakeTarget{states: map[string]groupsync.TargetGroup{"a": {DescribeErr: sarama.ErrGroupAuthorizationFailed}}},
+			func(h healthTargetGroups) { _, _ = h.Describe(context.Background(), []string{"a"}) }, `(authorization: DESCRIBE on group "a" is needed)`},
+		{"offset fetch not authorized", fakeTarget{offsetErrs: map[string]error{"a": sarama.ErrGroupAuthorizationFailed}},
+			func(h healthTargetGroups) { _, _ = h.Offsets(context.Background(), []string{"a"}) }, `(authorization: DESCRIBE on group "a" is needed)`},
+		{"every topic's partitions not authorized", fakeTarget{topicErrs: map[string]error{"src.orders": sarama.ErrTopicAuthorizationFailed}},
+			func(h healthTargetGroups) { _, _ = h.ExistingPartitions(context.Background(), []string{"src.orders"}) },
+			`look up partitions of target topic "src.orders" (and 0 more): ` + sarama.ErrTopicAuthorizationFailed.Error() + ` (authorization: DESCRIBE on topic "src.orders" is needed)`},
+		{"one topic of two not authorized", fakeTarget{topicErrs: map[string]error{"src.orders": sarama.ErrTopicAuthorizationFailed}},
+			func(h healthTargetGroups) {
+				_, _ = h.ExistingPartitions(context.Background(), []string{"src.orders", "src.other"})
+			}, ""},
+		{"commit not authorized", fakeTarget{commitErr: sarama.ErrGroupAuthorizationFailed},
+			func(h healthTargetGroups) { _, _ = h.Commit(context.Background(), "a", nil) }, `(authorization: READ on group "a" is needed)`},
 		{"active on target is no failure", fakeTarget{commit: map[messages.TopicPartition]groupsync.Reason{tp: groupsync.ActiveOnTarget}},
 			func(h healthTargetGroups) { _, _ = h.Commit(context.Background(), "a", nil) }, ""},
 	} {
@@ -85,6 +101,52 @@ func TestHealthTargetGroups(t *testing.T) {
 				t.Errorf("Check = %v, want nil", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "stage target commits")):
 				t.Errorf("Check = %v, want it to name the stage and %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A reader's authorization failure names READ on its topic or its group,
+// the publisher's WRITE on the topic it writes.
+func TestStageFailuresNamePermission(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		report func(*health.Stage)
+		want   string
+	}{
+		{"log reader, topic denied", func(s *health.Stage) {
+			(&Pipeline{}).stageHooks(s, "").OnError("mm2-offset-syncs.b.internal",
+				fmt.Errorf("topic mm2-offset-syncs.b.internal metadata: %w", sarama.ErrTopicAuthorizationFailed))
+		}, `(authorization: READ on topic "mm2-offset-syncs.b.internal" is needed)`},
+		{"group reader, topic denied", func(s *health.Stage) {
+			(&Pipeline{}).stageHooks(s, "cpd").OnError("__consumer_offsets", fmt.Errorf("consume partition 0: %w", sarama.ErrTopicAuthorizationFailed))
+		}, `(authorization: READ on topic "__consumer_offsets" is needed)`},
+		{"group reader, group denied", func(s *health.Stage) {
+			(&Pipeline{}).stageHooks(s, "cpd-commit").OnError("a.checkpoints.internal",
+				fmt.Errorf("consumer group cpd-commit: %w", sarama.ErrGroupAuthorizationFailed))
+		}, `(authorization: READ on group "cpd-commit" is needed)`},
+		{"publisher, topic denied", func(s *health.Stage) {
+			_ = healthPublisher{Publisher: &fakePublisher{err: fmt.Errorf("write: %w", sarama.ErrTopicAuthorizationFailed)}, stage: s}.Publish("a.checkpoints.internal")
+		}, `(authorization: WRITE on topic "a.checkpoints.internal" is needed)`},
+		{"reader, not an authorization failure", func(s *health.Stage) {
+			(&Pipeline{}).stageHooks(s, "cpd").OnError("t", fmt.Errorf("consume: %w", sarama.ErrNotLeaderForPartition))
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Unix(1000, 0)
+			reg := health.New(time.Second, nil, health.WithClock(func() time.Time { return now }))
+			stage := reg.Stage("s", `target "us"`, time.Second)
+			tc.report(stage)
+			now = now.Add(time.Second)
+			tc.report(stage)
+			err := reg.Check()
+			switch {
+			case err == nil:
+				t.Fatal("stage not failing")
+			case tc.want == "" && strings.Contains(err.Error(), "authorization:"):
+				t.Errorf("Check = %v: names a permission for a failure that is no authorization's", err)
+			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+				t.Errorf("Check = %v, want %q", err, tc.want)
 			}
 		})
 	}

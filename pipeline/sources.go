@@ -142,7 +142,7 @@ func (p *Pipeline) logReader(role config.Role, brokers []string, cluster string,
 		return nil, err
 	}
 	return kafkalog.NewLogReader(kafkalog.LogReaderConfig{
-		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger, Hooks: p.stageHooks(stage),
+		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger, Hooks: p.stageHooks(stage, ""),
 			BatchRecords: wholeTopicBatch},
 	})
 }
@@ -177,7 +177,7 @@ func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, gr
 	}
 	return kafkalog.NewShardedReader(kafkalog.ShardedReaderConfig{
 		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger,
-			ReadCommitted: readCommitted, Hooks: p.stageHooks(stage), BatchRecords: batch.records, BatchBehind: batch.behind},
+			ReadCommitted: readCommitted, Hooks: p.stageHooks(stage, group), BatchRecords: batch.records, BatchBehind: batch.behind},
 		GroupID:           group,
 		SessionTimeout:    session.timeout,
 		HeartbeatInterval: session.heartbeat,

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/IBM/sarama"
+
 	"github.com/checkpointd/checkpointd/messages"
 )
 
@@ -135,4 +137,16 @@ func show(cs []change) []string {
 		}
 	}
 	return out
+}
+
+// A poll whose every offset fetch was refused names DESCRIBE on a group.
+func TestPollOutcomeNamesPermission(t *testing.T) {
+	err := pollOutcome(pollResult{failed: map[string]error{"app": sarama.ErrGroupAuthorizationFailed}}, nil)
+	want := `fetching offsets of group "app" (and 0 more): ` + sarama.ErrGroupAuthorizationFailed.Error() + ` (authorization: DESCRIBE on group "app" is needed)`
+	if err == nil || err.Error() != want || !errors.Is(err, sarama.ErrGroupAuthorizationFailed) {
+		t.Errorf("got  %v\nwant %s", err, want)
+	}
+	if err := pollOutcome(pollResult{offsets: map[string]groupOffsets{"b": nil}, failed: map[string]error{"app": sarama.ErrGroupAuthorizationFailed}}, nil); err != nil {
+		t.Errorf("a poll that read a group: %v", err)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/checkpointd/checkpointd/infra/kafkaerr"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )
@@ -238,6 +239,7 @@ func pollOutcome(res pollResult, listErr error) error {
 		return fmt.Errorf("listing groups: %w", listErr)
 	}
 	for g, err := range res.failed {
+		err = kafkaerr.Needs(err, kafkaerr.Permission{Operation: "DESCRIBE", ResourceType: "group", Name: g})
 		return fmt.Errorf("fetching offsets of group %q (and %d more): %w", g, len(res.failed)-1, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/checkpointd/checkpointd/handlers/groupsync"
+	"github.com/checkpointd/checkpointd/infra/kafkaerr"
 )
 
 // Group protocols as GroupState reports them.
@@ -162,10 +163,7 @@ func describeError(group string, kerr sarama.KError, msg *string) error {
 	if msg != nil && *msg != "" {
 		err = fmt.Errorf("%w: %s", kerr, *msg)
 	}
-	if kerr == sarama.ErrGroupAuthorizationFailed {
-		return fmt.Errorf("%w (the principal needs DESCRIBE on group %q on the target cluster)", err, group)
-	}
-	return err
+	return kafkaerr.Needs(err, kafkaerr.Permission{Operation: "DESCRIBE", ResourceType: "group", Name: group})
 }
 
 func allDone(groups []string) map[string]error {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/checkpointd/checkpointd/infra/kafkaerr"
 	"github.com/checkpointd/checkpointd/messages"
 )
 
@@ -104,7 +105,7 @@ func committedOffsets(resp *sarama.OffsetFetchResponse, group string) (map[messa
 	case sarama.ErrGroupIDNotFound:
 		return map[messages.TopicPartition]int64{}, nil
 	case sarama.ErrGroupAuthorizationFailed:
-		return nil, fmt.Errorf("%w (the principal needs DESCRIBE on group %q on the target cluster)", gerr, group)
+		return nil, kafkaerr.Needs(gerr, kafkaerr.Permission{Operation: "DESCRIBE", ResourceType: "group", Name: group})
 	default:
 		return nil, gerr
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/checkpointd/checkpointd/infra/kafkaerr"
 	"github.com/checkpointd/checkpointd/messages"
 )
 
@@ -58,7 +59,8 @@ func (c *Client) ExistingPartitions(ctx context.Context, topics []string) (map[m
 			// missing: the caller skips its partitions
 			c.topics.store(m.Name, nil, now)
 		case sarama.ErrTopicAuthorizationFailed:
-			failed[m.Name] = fmt.Errorf("describe topic %q on the target: %w (the principal needs DESCRIBE on the topic)", m.Name, m.Err)
+			failed[m.Name] = kafkaerr.Needs(fmt.Errorf("describe topic %q on the target: %w", m.Name, m.Err),
+				kafkaerr.Permission{Operation: "DESCRIBE", ResourceType: "topic", Name: m.Name})
 		default:
 			failed[m.Name] = fmt.Errorf("describe topic %q on the target: %w", m.Name, m.Err)
 		}
