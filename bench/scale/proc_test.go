@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -301,6 +302,28 @@ func (c *cpd) logTail(n int) string {
 }
 
 // stop sends SIGTERM and waits up to 20 s, then kills.
+// saveMetrics keeps checkpointd's last /metrics scrape beside its CPU
+// profile (CHECKPOINTD_SCALE_CPUPROFILE), for the latency histograms of
+// each stage.
+func (c *cpd) saveMetrics() {
+	dir := os.Getenv("CHECKPOINTD_SCALE_CPUPROFILE")
+	if dir == "" || c.exited() {
+		return
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + c.addr + "/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return
+	}
+	name := filepath.Base(filepath.Dir(c.logPath)) + ".metrics.txt"
+	_ = os.WriteFile(filepath.Join(dir, name), body, 0o644)
+}
+
 func (c *cpd) stop() {
 	if c.exited() {
 		return

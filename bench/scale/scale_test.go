@@ -411,6 +411,7 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 		var slowest time.Duration
 		ph.ReadyzProbes, slowest, ph.ReadyzSlow = stopProbe()
 		ph.ReadyzMaxMS = int(slowest.Milliseconds())
+		c.saveMetrics()
 		ph.LogTail = problems(c.logTail(400))
 		c.stop()
 	} else {
