@@ -36,11 +36,14 @@ func serverProperties(brokerPort, controllerPort int, dataDir string) map[string
 		"share.coordinator.state.topic.replication.factor": "1",
 		"share.coordinator.state.topic.min.isr":            "1",
 		"group.initial.rebalance.delay.ms":                 "0",
-		"offsets.topic.num.partitions":                     "4",
-		"transaction.state.log.num.partitions":             "4",
-		"auto.create.topics.enable":                        "false",
-		"num.network.threads":                              "2",
-		"num.io.threads":                                   "4",
+		// Below the brokers' default of 6 s, so tests can show a takeover
+		// with a shorter commit-lease session (TestTakeoverAfterKill).
+		"group.min.session.timeout.ms":         "2000",
+		"offsets.topic.num.partitions":         "4",
+		"transaction.state.log.num.partitions": "4",
+		"auto.create.topics.enable":            "false",
+		"num.network.threads":                  "2",
+		"num.io.threads":                       "4",
 	}
 }
 
