@@ -9,6 +9,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/checkpointd/checkpointd/handlers/groupsync"
+	"github.com/checkpointd/checkpointd/infra/kafkaerr"
 	"github.com/checkpointd/checkpointd/messages"
 )
 
@@ -130,9 +131,11 @@ func partitionResult(group string, tp messages.TopicPartition, kerr sarama.KErro
 	switch {
 	case reason == groupsync.Committed:
 	case kerr == sarama.ErrGroupAuthorizationFailed:
-		err = fmt.Errorf("commit offsets of group %q on the target: %w (the principal needs READ on group %q on the target cluster)", group, kerr, group)
+		err = kafkaerr.Needs(fmt.Errorf("commit offsets of group %q on the target: %w", group, kerr),
+			kafkaerr.Permission{Operation: "READ", ResourceType: "group", Name: group})
 	case kerr == sarama.ErrTopicAuthorizationFailed:
-		err = fmt.Errorf("commit %s of group %q on the target: %w (the principal needs READ on topic %q on the target cluster)", tp, group, kerr, tp.Topic)
+		err = kafkaerr.Needs(fmt.Errorf("commit %s of group %q on the target: %w", tp, group, kerr),
+			kafkaerr.Permission{Operation: "READ", ResourceType: "topic", Name: tp.Topic})
 	default:
 		err = fmt.Errorf("commit %s of group %q on the target: %w", tp, group, kerr)
 	}

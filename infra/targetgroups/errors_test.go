@@ -67,11 +67,11 @@ func TestPartitionResultNamesTheMissingACL(t *testing.T) {
 	if group.Reason != groupsync.Unauthorized || !errors.Is(group.Err, sarama.ErrGroupAuthorizationFailed) {
 		t.Fatalf("group auth: %+v", group)
 	}
-	if want := `needs READ on group "payments"`; !contains(group.Err.Error(), want) {
+	if want := `(authorization: READ on group "payments" is needed)`; !contains(group.Err.Error(), want) {
 		t.Errorf("group auth error %q does not say %q", group.Err, want)
 	}
 	topic := partitionResult("payments", tp, sarama.ErrTopicAuthorizationFailed)
-	if want := `needs READ on topic "src.orders"`; !contains(topic.Err.Error(), want) {
+	if want := `(authorization: READ on topic "src.orders" is needed)`; !contains(topic.Err.Error(), want) {
 		t.Errorf("topic auth error %q does not say %q", topic.Err, want)
 	}
 	if ok := partitionResult("payments", tp, sarama.ErrNoError); ok.Reason != groupsync.Committed || ok.Err != nil {
