@@ -9,9 +9,12 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -530,7 +533,7 @@ func (e *aclEnv) start(t *testing.T, user kafkatest.Credentials, drop int) *aclR
 		"groups": r.group, "checkpoints.topic.replication.factor": "1", "sync.group.offsets.enabled": "true",
 		"sync.group.offsets.interval.seconds": "1", "checkpointd.group.id": gid, "checkpointd.commit.source": e.mode,
 		"checkpointd.admin.poll.interval.ms": "200", "checkpointd.metrics.address": "127.0.0.1:0",
-		"admin.timeout.ms": "3000",
+		"admin.timeout.ms": "3000", "checkpointd.health.stage.failure.timeout.ms": "2000",
 	} {
 		props[k] = v
 	}
@@ -559,6 +562,50 @@ func stopAll(runs []*aclRun) {
 	}
 }
 
+// readyz is the run's /readyz status and body; 0 and why when it cannot be
+// asked (yet).
+func (r *aclRun) readyz() (int, string) {
+	m := regexp.MustCompile(`serving metrics and health.* address=(127\.0\.0\.1:\d+)`).FindStringSubmatch(r.stderr.String())
+	if m == nil {
+		return 0, "no health address logged"
+	}
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + m[1] + "/readyz")
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(body))
+}
+
+// named are the ways an error may name what the dropped grant allowed: its
+// operation, or DESCRIBE (which READ and WRITE imply), on its resource, e.g.
+// `READ on topic "mm2-offset-syncs.b.internal"`.
+func (g grant) named() []string {
+	kind := map[sarama.AclResourceType]string{sarama.AclResourceTopic: "topic", sarama.AclResourceGroup: "group"}[g.resource]
+	op := map[sarama.AclOperation]string{sarama.AclOperationRead: "READ", sarama.AclOperationWrite: "WRITE", sarama.AclOperationDescribe: "DESCRIBE"}[g.op]
+	out := []string{fmt.Sprintf("%s on %s %q", op, kind, g.name)}
+	if op != "DESCRIBE" {
+		out = append(out, fmt.Sprintf("DESCRIBE on %s %q", kind, g.name))
+	}
+	return out
+}
+
+// names reports which of g.named() text holds, "" if none; quoted is text
+// holding them as a log's quoted value does (`\"`).
+func (g grant) names(text string, quoted bool) string {
+	for _, n := range g.named() {
+		if quoted {
+			n = strings.ReplaceAll(n, `"`, `\"`)
+		}
+		if strings.Contains(text, n) {
+			return n
+		}
+	}
+	return ""
+}
+
 // synced reports whether the run's target group got the translated offset.
 func (r *aclRun) synced(t *testing.T) bool {
 	return r.e.s.CommittedOffsets(t, r.group)[messages.TopicPartition{Topic: r.e.remote, Partition: 0}] == 5
@@ -567,9 +614,15 @@ func (r *aclRun) synced(t *testing.T) bool {
 // TestLeastACLs runs checkpointd, in both commit-source modes and syncing target
 // groups, as principals that hold exactly the ACLs docs/operations.md lists for
 // the mode, and as principals that each lack one of them, all at once: with all
-// of them a source group's commit arrives, translated, in the target group; with
-// any one left out it does not. Source and target are the same secured cluster
-// under two aliases.
+// of them a source group's commit arrives, translated, in the target group and
+// /readyz answers 200; with any one left out the commit does not arrive, and
+// /readyz answers 503 naming the missing operation and resource (e.g. `READ on
+// topic "mm2-offset-syncs.<target>.internal"`), as does the log. Source and
+// target are the same secured cluster under two aliases.
+//
+// One permission is left out of the /readyz part: DESCRIBE on the source topics
+// in admin-poll mode. Without it the broker leaves the topic's partitions out of
+// a group's offset fetch without an error, so checkpointd cannot tell.
 func TestLeastACLs(t *testing.T) {
 	t.Parallel()
 	s := kafkatest.SharedSecure(t)
@@ -611,14 +664,54 @@ func TestLeastACLs(t *testing.T) {
 			}
 		}
 	}
-	// The runs lacking a permission had as long, and a few seconds more.
-	time.Sleep(3 * time.Second)
+	syncedAt := time.Now()
+	// A group's join retries its coordinator lookup for about 8 s before a
+	// reader sees the authorization failure; then 2 s of failing (the failure
+	// timeout) turn /readyz 503; a slow join may take a backoff round more.
+	deadline = time.Now().Add(45 * time.Second)
+	for _, r := range runs {
+		silent := r.e.mode == "admin-poll" && r.dropped == grant{sarama.AclResourceTopic, r.e.topic, sarama.AclOperationDescribe}
+		var code int
+		var body, named string
+		for {
+			code, body = r.readyz()
+			switch {
+			case r.drop == -1:
+				named = "ready"
+				if code != http.StatusOK {
+					named = ""
+				}
+			case silent:
+				named = "not checked"
+			case code == http.StatusServiceUnavailable:
+				named = r.dropped.names(body, false)
+			}
+			if named != "" || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		switch {
+		case r.drop == -1 && named == "":
+			t.Errorf("%s with the least ACLs: /readyz = %d %q", r.e.mode, code, body)
+		case r.drop == -1:
+			t.Logf("%s with the least ACLs: /readyz = %d %q", r.e.mode, code, body)
+		case silent:
+			t.Logf("%s without %v: /readyz = %d %q (not checked)", r.e.mode, r.dropped, code, body)
+		case named == "":
+			t.Errorf("%s without %v: /readyz = %d %q, want 503 naming one of %q\n%s", r.e.mode, r.dropped, code, body, r.dropped.named(), lastLines(r.stderr.String(), 5))
+		case r.dropped.names(r.stderr.String(), true) == "":
+			t.Errorf("%s without %v: /readyz names %s, the log does not:\n%s", r.e.mode, r.dropped, named, lastLines(r.stderr.String(), 5))
+		default:
+			t.Logf("%s without %v: /readyz 503 after %v: %s", r.e.mode, r.dropped, time.Since(syncedAt).Round(100*time.Millisecond), body)
+		}
+	}
+	// The runs lacking a permission had as long as the others to sync, and a
+	// few seconds more.
+	time.Sleep(time.Until(syncedAt.Add(3 * time.Second)))
 	for _, r := range runs {
 		if r.drop != -1 && r.synced(t) {
 			t.Errorf("%s: target group synced without %v: the docs list a permission that is not needed", r.e.mode, r.dropped)
-		}
-		if r.drop != -1 {
-			t.Logf("%s without %v:\n%s", r.e.mode, r.dropped, lastLines(r.stderr.String(), 3))
 		}
 	}
 }
