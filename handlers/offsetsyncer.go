@@ -57,10 +57,6 @@ type OffsetSyncerConfig struct {
 	BatchSize int
 	// CommitConcurrency bounds the commits in flight at once, one group each.
 	CommitConcurrency int
-	// Rounds is how many rounds Run lets run at once, each on groups no
-	// other round holds: checkpoints that arrive while a round waits on the
-	// target start the next one instead of waiting for it to end.
-	Rounds int
 	// OnResult, if set, hears the outcome of every (group, partition) attempt:
 	// checkpointAt is the checkpoint record's timestamp, committedAt when the
 	// source commit behind it was written (its envelope.HeaderCommitTime
@@ -73,7 +69,6 @@ type OffsetSyncerConfig struct {
 const (
 	DefaultSyncBatchSize     = 500
 	DefaultCommitConcurrency = 64
-	DefaultSyncRounds        = 4
 )
 
 // OffsetSyncer is the commit stage: it keeps the latest checkpoint of every
@@ -87,10 +82,6 @@ type OffsetSyncer struct {
 	mu      sync.Mutex
 	live    bool
 	pending map[string]*pendingGroup
-	// inFlight holds the groups a round has taken and not yet released:
-	// no other round takes them, so one group's commits never overlap,
-	// even across a lease change that replaces pending.
-	inFlight map[string]struct{}
 }
 
 type pendingGroup struct {
@@ -124,14 +115,10 @@ func NewOffsetSyncer(cfg OffsetSyncerConfig) *OffsetSyncer {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = DefaultSyncBatchSize
 	}
-	if cfg.Rounds <= 0 {
-		cfg.Rounds = DefaultSyncRounds
-	}
 	if cfg.CommitConcurrency <= 0 {
 		cfg.CommitConcurrency = DefaultCommitConcurrency
 	}
-	return &OffsetSyncer{cfg: cfg, wake: make(chan struct{}, 1), pending: make(map[string]*pendingGroup),
-		inFlight: make(map[string]struct{})}
+	return &OffsetSyncer{cfg: cfg, wake: make(chan struct{}, 1), pending: make(map[string]*pendingGroup)}
 }
 
 // HandleCheckpoint is the Watermill handler over the checkpoints topic.
@@ -233,14 +220,10 @@ func (s *OffsetSyncer) poke() {
 }
 
 // Run syncs until ctx ends: at once when checkpoints arrive, and every
-// RetryInterval for groups that could not be synced. Up to Rounds rounds run
-// at once, on disjoint groups; Run returns once they have ended.
+// RetryInterval for groups that could not be synced.
 func (s *OffsetSyncer) Run(ctx context.Context) error {
 	tick := time.NewTicker(s.cfg.RetryInterval)
 	defer tick.Stop()
-	slots := make(chan struct{}, s.cfg.Rounds)
-	var rounds sync.WaitGroup
-	defer rounds.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -248,45 +231,16 @@ func (s *OffsetSyncer) Run(ctx context.Context) error {
 		case <-s.wake:
 		case <-tick.C:
 		}
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil
-		}
-		rounds.Go(func() {
-			defer func() { <-slots }()
-			s.Round(ctx, time.Now())
-		})
+		s.Round(ctx, time.Now())
 	}
 }
 
-// Round makes one sync attempt for every group that is due and no other
-// round holds, BatchSize groups at a time.
+// Round makes one sync attempt for every group that is due, BatchSize
+// groups at a time.
 func (s *OffsetSyncer) Round(ctx context.Context, now time.Time) {
 	due := s.dueGroups(now)
-	for start := 0; start < len(due); start += s.cfg.BatchSize {
-		batch := due[start:min(start+s.cfg.BatchSize, len(due))]
-		if ctx.Err() == nil {
-			s.syncBatch(ctx, batch, now)
-		}
-		s.release(batch)
-	}
-}
-
-// release lets other rounds take the groups of batch again, and wakes Run
-// if a checkpoint for one of them arrived meanwhile.
-func (s *OffsetSyncer) release(batch []work) {
-	again := false
-	s.mu.Lock()
-	for _, w := range batch {
-		delete(s.inFlight, w.group)
-		if g := s.pending[w.group]; g != nil && g.changed {
-			again = true
-		}
-	}
-	s.mu.Unlock()
-	if again {
-		s.poke()
+	for start := 0; start < len(due) && ctx.Err() == nil; start += s.cfg.BatchSize {
+		s.syncBatch(ctx, due[start:min(start+s.cfg.BatchSize, len(due))], now)
 	}
 }
 
@@ -457,11 +411,10 @@ func (s *OffsetSyncer) dueGroups(now time.Time) []work {
 	}
 	var due []work
 	for group, g := range s.pending {
-		if _, held := s.inFlight[group]; held || (!g.changed && now.Before(g.retryAt)) {
+		if !g.changed && now.Before(g.retryAt) {
 			continue
 		}
 		g.changed = false
-		s.inFlight[group] = struct{}{}
 		snap := make(map[messages.TopicPartition]pendingCheckpoint, len(g.checkpoints))
 		for tp, cp := range g.checkpoints {
 			snap[tp] = cp

@@ -33,11 +33,6 @@ type memTarget struct {
 	leftOut     map[string]bool  // groups the offsets answer forgets
 	topicErrs   map[string]error // topics that cannot be looked up
 	calls       targetCalls
-	// commitGates hold a group's commits until closed; committing counts
-	// the commits in progress per group, overlapped records two at once.
-	commitGates map[string]chan struct{}
-	committing  map[string]int
-	overlapped  bool
 }
 
 // targetCalls counts the calls a round made, and how many groups or topics
@@ -113,19 +108,7 @@ func (m *memTarget) ExistingPartitions(_ context.Context, topics []string) (map[
 
 func (m *memTarget) Commit(_ context.Context, group string, offs map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
 	m.mu.Lock()
-	if m.committing == nil {
-		m.committing = map[string]int{}
-	}
-	m.committing[group]++
-	m.overlapped = m.overlapped || m.committing[group] > 1
-	gate := m.commitGates[group]
-	m.mu.Unlock()
-	if gate != nil {
-		<-gate
-	}
-	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.committing[group]--
 	m.calls.commits++
 	res := map[messages.TopicPartition]groupsync.Reason{}
 	if m.states[group].Members > 0 {
@@ -469,61 +452,5 @@ func TestOffsetSyncerCommitsConcurrently(t *testing.T) {
 				t.Errorf("after the round: %d pending, %d commits; want 0 and %d", s.Pending(), target.calls.commits, tc.groups)
 			}
 		})
-	}
-}
-
-// Run lets a second round commit other groups while a round waits on the
-// target, never lets two rounds hold one group, and takes up a checkpoint
-// that arrived for a held group once its round lets it go.
-func TestOffsetSyncerRoundsOverlapOnOtherGroups(t *testing.T) {
-	target := newMemTarget()
-	target.existing[tp0] = true
-	gate := make(chan struct{})
-	openGate := sync.OnceFunc(func() { close(gate) })
-	target.commitGates = map[string]chan struct{}{"a": gate}
-	s := NewOffsetSyncer(OffsetSyncerConfig{Target: target, RetryInterval: time.Hour})
-	handle(t, s, envelope.NewControl(envelope.Assigned, "cp", 0), envelope.NewControl(envelope.CaughtUp, "cp", 0))
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx) }()
-	defer func() {
-		openGate() // Run waits for its rounds
-		cancel()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-	}()
-	offset := func(group string) int64 {
-		target.mu.Lock()
-		defer target.mu.Unlock()
-		return target.offsets[group][tp0]
-	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-
-	handle(t, s, checkpointMsg(t, 0, cpFor("a", tp0, 5)))
-	waitFor("a's commit to start", func() bool {
-		target.mu.Lock()
-		defer target.mu.Unlock()
-		return target.committing["a"] == 1
-	})
-	handle(t, s, checkpointMsg(t, 1, cpFor("b", tp0, 6)))
-	waitFor("b committed while a's round waits", func() bool { return offset("b") == 6 })
-	handle(t, s, checkpointMsg(t, 2, cpFor("a", tp0, 9))) // a is held: waits for its round
-	time.Sleep(50 * time.Millisecond)
-	openGate()
-	waitFor("a's newer checkpoint committed after its round", func() bool { return offset("a") == 9 })
-	target.mu.Lock()
-	defer target.mu.Unlock()
-	if target.overlapped {
-		t.Error("two rounds committed group a at once")
 	}
 }
