@@ -97,7 +97,7 @@ func TestReadinessTargetDownUnderLoad(t *testing.T) {
 
 	probes := newReadyProber(base)
 	defer probes.stop()
-	waitUntil(t, 60*time.Second, "/readyz 200 with checkpoints flowing", func() error {
+	kafkatest.WaitFor(t, 60*time.Second, "/readyz 200 with checkpoints flowing", func() error {
 		code, body, _ := probes.last()
 		if code != http.StatusOK {
 			return fmt.Errorf("/readyz = %d %q", code, body)
@@ -118,7 +118,7 @@ func TestReadinessTargetDownUnderLoad(t *testing.T) {
 	}
 	t.Logf("target broker stopped in %v", time.Since(stoppedAt).Round(time.Millisecond))
 	var firstTarget, firstStage time.Duration
-	waitUntil(t, 30*time.Second, "/readyz 503 naming the target cluster and the checkpoint publisher", func() error {
+	kafkatest.WaitFor(t, 30*time.Second, "/readyz 503 naming the target cluster and the checkpoint publisher", func() error {
 		code, body, _ := probes.last()
 		if code == http.StatusServiceUnavailable && strings.Contains(body, `cluster target "target"`) && firstTarget == 0 {
 			firstTarget = time.Since(stoppedAt)
@@ -151,7 +151,7 @@ func TestReadinessTargetDownUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	back := time.Now()
-	waitUntil(t, 60*time.Second, "/readyz 200 once the target is back", func() error {
+	kafkatest.WaitFor(t, 60*time.Second, "/readyz 200 once the target is back", func() error {
 		if code, body, _ := probes.last(); code != http.StatusOK {
 			return fmt.Errorf("/readyz = %d %q", code, body)
 		}
@@ -163,23 +163,6 @@ func TestReadinessTargetDownUnderLoad(t *testing.T) {
 	}
 	if n := load.commits.Load(); n == 0 {
 		t.Error("the load committed nothing")
-	}
-}
-
-// waitUntil polls cond every 100 ms until it returns nil, failing the test
-// with its last error after timeout.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting %v for %s: %v", timeout, what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -84,7 +84,7 @@ func (c *Cluster) createTopic(t testing.TB, name string, partitions int32, confi
 		t.Fatalf("create topic %s on %s: %v", name, c.Alias, err)
 	}
 	client := c.Client(t)
-	waitFor(t, 30*time.Second, fmt.Sprintf("topic %s on %s to have %d partitions with leaders", name, c.Alias, partitions), func() error {
+	WaitFor(t, 30*time.Second, fmt.Sprintf("topic %s on %s to have %d partitions with leaders", name, c.Alias, partitions), func() error {
 		if err := client.RefreshMetadata(name); err != nil {
 			return err
 		}
@@ -145,7 +145,7 @@ func (c *Cluster) CommitOffsets(t testing.TB, group string, offsets map[messages
 	}
 	// The first group on a fresh cluster creates __consumer_offsets, so the
 	// coordinator may not be there yet.
-	waitFor(t, 30*time.Second, fmt.Sprintf("commit of group %s on %s", group, c.Alias), func() error {
+	WaitFor(t, 30*time.Second, fmt.Sprintf("commit of group %s on %s", group, c.Alias), func() error {
 		coord, err := client.Coordinator(group)
 		if err != nil {
 			return err
@@ -285,9 +285,9 @@ func (c *Cluster) ReadAll(t testing.TB, topic string) []*sarama.ConsumerMessage 
 	return out
 }
 
-// waitFor polls cond until it returns nil, failing the test after timeout
+// WaitFor polls cond until it returns nil, failing the test after timeout
 // with cond's last error.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() error) {
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

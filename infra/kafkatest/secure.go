@@ -408,7 +408,7 @@ func (s *SecureCluster) AddSCRAMUsers(t testing.TB, names ...string) []Credentia
 		}
 	}
 	for _, c := range out {
-		waitFor(t, 30*time.Second, "SCRAM user "+c.User, func() error { return s.authenticates(c) })
+		WaitFor(t, 30*time.Second, "SCRAM user "+c.User, func() error { return s.authenticates(c) })
 	}
 	return out
 }
