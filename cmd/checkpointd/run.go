@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	runtimemetrics "runtime/metrics"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -63,7 +64,7 @@ func runService(ctx context.Context, args []string, _, stderr io.Writer) error {
 	var cf configFlags
 	cf.register(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for performance reports)")
-	memProfile := fs.String("memprofile", "", "write a heap profile (allocations over the whole run, live heap at exit) to this file when the run ends")
+	memProfile := fs.String("memprofile", "", "write a heap profile (allocations over the whole run, live heap at exit) to this file when the run ends, and the live heap at its largest to the file + \".peak\"")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -80,6 +81,9 @@ func runService(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	if *memProfile != "" {
 		defer writeHeapProfile(*memProfile, stderr)
+		peakCtx, stopPeak := context.WithCancel(ctx)
+		defer stopPeak()
+		go watchHeapPeak(peakCtx, *memProfile+".peak", stderr)
 	}
 	logger := newLogger(cfg, stderr)
 	slog.SetDefault(logger)
@@ -249,5 +253,29 @@ func writeHeapProfile(path string, stderr io.Writer) {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "heap profile %s: %v\n", path, err)
+	}
+}
+
+// watchHeapPeak writes the heap profile to path each time the live heap (as
+// of the last GC, the same moment the profile's in-use figures describe)
+// is a tenth larger than when it last wrote it, so path ends up showing
+// what was live at about the largest heap of the run, which sets the RSS
+// peak and which the profile at exit does not show.
+func watchHeapPeak(ctx context.Context, path string, stderr io.Writer) {
+	sample := []runtimemetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var written uint64
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		runtimemetrics.Read(sample)
+		if heap := sample[0].Value.Uint64(); heap > written+written/10 {
+			written = heap
+			writeHeapProfile(path, stderr)
+		}
 	}
 }
