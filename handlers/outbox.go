@@ -47,11 +47,35 @@ type Outbox struct {
 	backoff  time.Duration // first wait before a retry; it doubles up to 10 s
 
 	mu      sync.Mutex
-	pending map[string]*message.Message // by record key
-	order   []string                    // keys in pending, oldest first
-	flying  int                         // checkpoints in the batch being written
+	pending map[outboxKey]outboxEntry // by record key
+	order   []outboxKey               // keys in pending, oldest first
+	flying  int                       // checkpoints in the batch being written
 
 	stats outboxCounters
+}
+
+// outboxKey is a checkpoint's record key, (group, downstream partition), as
+// fields: no encoded key is kept for a queued checkpoint.
+type outboxKey struct {
+	group string
+	tp    messages.TopicPartition
+}
+
+// outboxEntry is a queued checkpoint. It stays this small until its batch is
+// taken, when it becomes a Watermill message: a first start queues one per
+// (group, partition), 100,000 at 1k groups × 100 partitions, and messages
+// would cost several times the memory.
+type outboxEntry struct {
+	cp          messages.Checkpoint
+	committedAt int64           // source commit time, Unix ms; 0 if unknown
+	ctx         context.Context // holds the send span; nil when not traced
+}
+
+// outgoing is a checkpoint of the batch being written.
+type outgoing struct {
+	key   outboxKey
+	entry outboxEntry
+	msg   *message.Message
 }
 
 type outboxCounters struct {
@@ -79,7 +103,7 @@ func NewOutbox(pub message.Publisher, topic string, maxBatch int, logger *slog.L
 	return &Outbox{
 		pub: pub, topic: topic, maxBatch: maxBatch, logger: logger, backoff: 100 * time.Millisecond,
 		wake:    make(chan struct{}, 1),
-		pending: make(map[string]*message.Message),
+		pending: make(map[outboxKey]outboxEntry),
 	}
 }
 
@@ -95,27 +119,24 @@ func NewOutbox(pub message.Publisher, topic string, maxBatch int, logger *slog.L
 // checkpoint of the key replaces it): it covers the wait in the queue, which
 // is where a slow target shows.
 func (o *Outbox) Emit(ctx context.Context, cp messages.Checkpoint, committedAt time.Time) {
-	key := string(cp.Key())
-	msg := message.NewMessage(cp.Group+"/"+cp.TopicPartition.String()+"/"+strconv.FormatInt(cp.UpstreamOffset, 10), cp.Value())
-	msg.Metadata.Set(envelope.MetaKey, key)
+	e := outboxEntry{cp: cp}
 	if !committedAt.IsZero() {
-		msg.Metadata.Set(envelope.HeaderCommitTime, strconv.FormatInt(committedAt.UnixMilli(), 10))
+		e.committedAt = committedAt.UnixMilli()
 	}
-	ctx = o.startSend(ctx, cp, len(msg.Payload))
-	if trace.SpanContextFromContext(ctx).IsValid() {
-		otel.GetTextMapPropagator().Inject(ctx, propagation.MapCarrier(msg.Metadata))
+	if ctx = o.startSend(ctx, cp, cp.ValueSize()); trace.SpanContextFromContext(ctx).IsValid() {
+		e.ctx = context.WithoutCancel(ctx)
 	}
-	msg.SetContext(context.WithoutCancel(ctx))
+	key := outboxKey{cp.Group, cp.TopicPartition}
 
 	o.mu.Lock()
 	old, queued := o.pending[key]
-	o.pending[key] = msg
+	o.pending[key] = e
 	if !queued {
 		o.order = append(o.order, key)
 	}
 	o.mu.Unlock()
 	if queued {
-		o.supersede(old)
+		o.supersede(old.ctx)
 	}
 	select {
 	case o.wake <- struct{}{}:
@@ -123,11 +144,30 @@ func (o *Outbox) Emit(ctx context.Context, cp messages.Checkpoint, committedAt t
 	}
 }
 
-// supersede ends the send span of a checkpoint that a newer one of its key
-// replaced before it was written.
-func (o *Outbox) supersede(msg *message.Message) {
+// message makes the record of a queued checkpoint: key and value as MM2
+// writes them, the commit time and the send span's trace context as headers.
+func (e outboxEntry) message() *message.Message {
+	cp := e.cp
+	msg := message.NewMessage(cp.Group+"/"+cp.TopicPartition.String()+"/"+strconv.FormatInt(cp.UpstreamOffset, 10), cp.Value())
+	msg.Metadata.Set(envelope.MetaKey, string(cp.Key()))
+	if e.committedAt != 0 {
+		msg.Metadata.Set(envelope.HeaderCommitTime, strconv.FormatInt(e.committedAt, 10))
+	}
+	if e.ctx != nil {
+		otel.GetTextMapPropagator().Inject(e.ctx, propagation.MapCarrier(msg.Metadata))
+		msg.SetContext(e.ctx)
+	}
+	return msg
+}
+
+// supersede ends the send span (in ctx, if any) of a checkpoint that a newer
+// one of its key replaced before it was written.
+func (o *Outbox) supersede(ctx context.Context) {
 	o.stats.superseded.Add(1)
-	span := trace.SpanFromContext(msg.Context())
+	if ctx == nil {
+		return
+	}
+	span := trace.SpanFromContext(ctx)
 	if span.IsRecording() {
 		span.AddEvent("superseded")
 		span.SetAttributes(SupersededKey.Bool(true))
@@ -200,25 +240,30 @@ func (o *Outbox) Run(ctx context.Context, drain time.Duration) error {
 	}
 }
 
-// take removes up to maxBatch of the oldest queued checkpoints and marks them
-// in flight.
-func (o *Outbox) take() []*message.Message {
+// take removes up to maxBatch of the oldest queued checkpoints, marks them
+// in flight and makes their messages.
+func (o *Outbox) take() []outgoing {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	n := min(len(o.order), o.maxBatch)
 	if n == 0 {
+		o.mu.Unlock()
 		return nil
 	}
-	batch := make([]*message.Message, n)
+	batch := make([]outgoing, n)
 	for i, key := range o.order[:n] {
-		batch[i] = o.pending[key]
+		batch[i] = outgoing{key: key, entry: o.pending[key]}
 		delete(o.pending, key)
 	}
+	clear(o.order[:n]) // the backing array outlives the keys taken
 	o.order = o.order[n:]
 	if len(o.order) == 0 {
 		o.order = nil // let the backing array go after a burst
 	}
 	o.flying = n
+	o.mu.Unlock()
+	for i := range batch {
+		batch[i].msg = batch[i].entry.message()
+	}
 	return batch
 }
 
@@ -233,16 +278,16 @@ func (o *Outbox) drain(d time.Duration) error {
 		o.publish(ctx, batch)
 	}
 	o.mu.Lock()
-	left := make([]*message.Message, 0, len(o.pending))
+	left := make([]outboxEntry, 0, len(o.pending))
 	for _, key := range o.order {
 		left = append(left, o.pending[key])
 	}
-	o.pending, o.order = make(map[string]*message.Message), nil
+	o.pending, o.order = make(map[outboxKey]outboxEntry), nil
 	o.mu.Unlock()
 	if len(left) > 0 {
 		o.logger.Warn("shutdown: checkpoints left unpublished; they are decided again on restart", "count", len(left))
-		for _, msg := range left {
-			endSend(msg, errUnpublished)
+		for _, e := range left {
+			endSend(e.ctx, errUnpublished)
 		}
 	}
 	return nil
@@ -250,10 +295,13 @@ func (o *Outbox) drain(d time.Duration) error {
 
 var errUnpublished = errors.New("checkpoint not published before shutdown; decided again on restart")
 
-// endSend ends the message's send span (a no-op without one), as failed when
+// endSend ends the send span in ctx (a no-op without one), as failed when
 // err is not nil.
-func endSend(msg *message.Message, err error) {
-	span := trace.SpanFromContext(msg.Context())
+func endSend(ctx context.Context, err error) {
+	if ctx == nil {
+		return
+	}
+	span := trace.SpanFromContext(ctx)
 	if err != nil && span.IsRecording() {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
@@ -266,24 +314,31 @@ func endSend(msg *message.Message, err error) {
 // ends: skipping a checkpoint would leave a gap that only a later commit
 // fills. Before each retry, checkpoints replaced by a newer decision in the
 // meantime leave the batch; the newer ones go out in a later batch.
-func (o *Outbox) publish(ctx context.Context, batch []*message.Message) {
+func (o *Outbox) publish(ctx context.Context, batch []outgoing) {
 	backoff := retryBackoff{next: o.backoff, max: 10 * time.Second}
+	msgs := make([]*message.Message, len(batch))
 	for attempt := 1; ; attempt++ {
-		err := o.pub.Publish(o.topic, batch...)
+		msgs = msgs[:len(batch)]
+		for i := range batch {
+			msgs[i] = batch[i].msg
+		}
+		err := o.pub.Publish(o.topic, msgs...)
 		if err == nil {
 			o.stats.batches.Add(1)
 			o.stats.published.Add(int64(len(batch)))
 			o.landed()
-			for _, msg := range batch {
-				endSend(msg, nil)
+			for _, out := range batch {
+				endSend(out.entry.ctx, nil)
 			}
 			return
 		}
 		o.stats.failures.Add(1)
 		o.logger.Error("publishing checkpoints failed; retrying", "topic", o.topic, "checkpoints", len(batch), "attempt", attempt, "error", err)
-		for _, msg := range batch {
-			trace.SpanFromContext(msg.Context()).AddEvent("retry",
-				trace.WithAttributes(attribute.Int("attempt", attempt), attribute.String("error", err.Error())))
+		for _, out := range batch {
+			if out.entry.ctx != nil {
+				trace.SpanFromContext(out.entry.ctx).AddEvent("retry",
+					trace.WithAttributes(attribute.Int("attempt", attempt), attribute.String("error", err.Error())))
+			}
 		}
 		select {
 		case <-time.After(backoff.step()):
@@ -307,21 +362,21 @@ func (o *Outbox) landed() {
 
 // dropSuperseded removes from a failed batch the checkpoints whose key has a
 // newer one queued, and returns the rest.
-func (o *Outbox) dropSuperseded(batch []*message.Message) []*message.Message {
+func (o *Outbox) dropSuperseded(batch []outgoing) []outgoing {
 	keep := batch[:0]
-	var gone []*message.Message
+	var gone []context.Context
 	o.mu.Lock()
-	for _, msg := range batch {
-		if _, newer := o.pending[msg.Metadata.Get(envelope.MetaKey)]; newer {
-			gone = append(gone, msg)
+	for _, out := range batch {
+		if _, newer := o.pending[out.key]; newer {
+			gone = append(gone, out.entry.ctx)
 			continue
 		}
-		keep = append(keep, msg)
+		keep = append(keep, out)
 	}
 	o.flying = len(keep)
 	o.mu.Unlock()
-	for _, msg := range gone {
-		o.supersede(msg)
+	for _, ctx := range gone {
+		o.supersede(ctx)
 	}
 	return keep
 }
@@ -329,24 +384,23 @@ func (o *Outbox) dropSuperseded(batch []*message.Message) []*message.Message {
 // giveBack puts an unwritten batch back at the front of the queue, except
 // where a newer checkpoint of the key is queued: the drain that follows a
 // stop writes them, or ends their spans as unpublished.
-func (o *Outbox) giveBack(batch []*message.Message) {
-	var gone []*message.Message
+func (o *Outbox) giveBack(batch []outgoing) {
+	var gone []context.Context
 	o.mu.Lock()
 	o.flying = 0
-	var keys []string
-	for _, msg := range batch {
-		key := msg.Metadata.Get(envelope.MetaKey)
-		if _, newer := o.pending[key]; newer {
-			gone = append(gone, msg)
+	var keys []outboxKey
+	for _, out := range batch {
+		if _, newer := o.pending[out.key]; newer {
+			gone = append(gone, out.entry.ctx)
 			continue
 		}
-		o.pending[key] = msg
-		keys = append(keys, key)
+		o.pending[out.key] = out.entry
+		keys = append(keys, out.key)
 	}
 	o.order = append(keys, o.order...)
 	o.mu.Unlock()
-	for _, msg := range gone {
-		o.supersede(msg)
+	for _, ctx := range gone {
+		o.supersede(ctx)
 	}
 }
 

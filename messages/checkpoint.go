@@ -55,12 +55,15 @@ func (c Checkpoint) Key() []byte {
 // Value returns the record value (version 0), byte for byte as MM2 writes it.
 // It panics if c is not valid (see Validate).
 func (c Checkpoint) Value() []byte {
-	b := make([]byte, 0, 2+8+8+stringSize(c.Metadata))
+	b := make([]byte, 0, c.ValueSize())
 	b = appendInt16(b, checkpointVersion)
 	b = appendInt64(b, c.UpstreamOffset)
 	b = appendInt64(b, c.DownstreamOffset)
 	return appendString(b, "checkpoint metadata", c.Metadata)
 }
+
+// ValueSize is the length of Value's result.
+func (c Checkpoint) ValueSize() int { return 2 + 8 + 8 + stringSize(c.Metadata) }
 
 // DecodeCheckpoint decodes a checkpoint record. Like MM2 it ignores bytes
 // after the last field. Unlike MM2, which decodes any version as version 0

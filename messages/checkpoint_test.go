@@ -27,6 +27,9 @@ func TestCheckpointGolden(t *testing.T) {
 			if got := tt.c.Key(); !bytes.Equal(got, key) {
 				t.Errorf("Key() = %x, want %x", got, key)
 			}
+			if n := tt.c.ValueSize(); n != len(tt.value) {
+				t.Errorf("ValueSize() = %d, want %d", n, len(tt.value))
+			}
 			if got := tt.c.Value(); !bytes.Equal(got, tt.value) {
 				t.Errorf("Value() = %x, want %x", got, tt.value)
 			}
