@@ -81,19 +81,9 @@ type Metrics struct {
 	readerLag    *prometheus.GaugeVec
 	readerOffset *prometheus.GaugeVec
 
+	mu     sync.Mutex
 	gauges map[string]prometheus.Collector // GaugeFunc collectors by name
 	router *routerMetrics
-
-	mu sync.Mutex
-	// committedAt remembers, per (group, target partition), when the source
-	// commit behind the last checkpoint emitted here was written, so a target
-	// commit made on this instance can be measured from it.
-	committedAt map[groupTP]time.Time
-}
-
-type groupTP struct {
-	group string
-	tp    messages.TopicPartition
 }
 
 var _ handlers.Observer = (*Metrics)(nil)
@@ -108,7 +98,7 @@ func New(cfg Config) *Metrics {
 		cfg.LatencyBuckets = DefaultLatencyBuckets
 	}
 	flow := prometheus.Labels{"source": cfg.Source, "target": cfg.Target}
-	m := &Metrics{cfg: cfg, reg: cfg.Registry, gauges: make(map[string]prometheus.Collector), committedAt: make(map[groupTP]time.Time),
+	m := &Metrics{cfg: cfg, reg: cfg.Registry, gauges: make(map[string]prometheus.Collector),
 		router: newRouterMetrics(cfg.Registry)}
 	m.emitted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "checkpoints_emitted_total", ConstLabels: flow,
@@ -177,9 +167,6 @@ func (m *Metrics) CheckpointEmitted(cp messages.Checkpoint, committedAt time.Tim
 	}
 	m.latency.WithLabelValues(g, cp.TopicPartition.Topic, partition(cp.TopicPartition.Partition)).
 		Observe(max(time.Since(committedAt), 0).Seconds())
-	m.mu.Lock()
-	m.committedAt[groupTP{cp.Group, cp.TopicPartition}] = committedAt
-	m.mu.Unlock()
 }
 
 // CheckpointSkipped implements handlers.Observer.
@@ -199,9 +186,9 @@ func (m *Metrics) GateOpened() { m.gate.Set(1) }
 // attempt to commit a checkpoint (recorded at checkpointAt, for a source
 // commit written at committedAt) into a target group partition. The
 // end-to-end delay is measured from committedAt, which the checkpoint
-// record carries in a header, so on whichever instance commits; without it
-// (a checkpoint written by MM2 or an older checkpointd) only when this
-// instance emitted the checkpoint.
+// record carries in a header, so on whichever instance commits; a
+// checkpoint without it (written by MM2) is not measured. Nothing is kept
+// per (group, partition) here: at 100,000 pairs that cost 9 MB.
 func (m *Metrics) TargetResult(group string, tp messages.TopicPartition, reason groupsync.Reason, checkpointAt, committedAt time.Time) {
 	g := m.group(group)
 	m.targetResult.WithLabelValues(g, string(reason)).Inc()
@@ -213,17 +200,8 @@ func (m *Metrics) TargetResult(group string, tp messages.TopicPartition, reason 
 	if !checkpointAt.IsZero() {
 		m.commitDelay.WithLabelValues(g, tp.Topic, p).Observe(max(now.Sub(checkpointAt), 0).Seconds())
 	}
-	m.mu.Lock()
-	at, ok := m.committedAt[groupTP{group, tp}]
-	if ok {
-		delete(m.committedAt, groupTP{group, tp})
-	}
-	m.mu.Unlock()
 	if !committedAt.IsZero() {
-		at, ok = committedAt, true
-	}
-	if ok {
-		m.endToEnd.WithLabelValues(g, tp.Topic, p).Observe(max(now.Sub(at), 0).Seconds())
+		m.endToEnd.WithLabelValues(g, tp.Topic, p).Observe(max(now.Sub(committedAt), 0).Seconds())
 	}
 }
 

@@ -104,9 +104,10 @@ func TestObserver(t *testing.T) {
 	}
 
 	// The commit stage: g1's partition commits (end-to-end measured from
-	// the last source commit emitted here, 0.5s ago), g2's is active.
+	// the source commit time in the checkpoint's header, 0.5s ago), g2's
+	// is active.
 	m.TargetResult("g2", tp, groupsync.ActiveOnTarget, time.Now(), time.Time{})
-	m.TargetResult("g1", tp, groupsync.Committed, time.Now().Add(-200*time.Millisecond), time.Time{})
+	m.TargetResult("g1", tp, groupsync.Committed, time.Now().Add(-200*time.Millisecond), time.Now().Add(-500*time.Millisecond))
 	if got := toFloat64(m.targetResult.WithLabelValues("g1", "committed")); got != 1 {
 		t.Errorf("target_commits{g1,committed} = %v", got)
 	}
@@ -124,14 +125,14 @@ func TestObserver(t *testing.T) {
 	if count, _ := histogram(t, m.reg, "checkpointd_end_to_end_delay_seconds", map[string]string{"group": "g2"}); count != 0 {
 		t.Errorf("end-to-end{g2}: %d samples, want none (not committed)", count)
 	}
-	// A second commit of the same partition with nothing new emitted here
-	// has no source commit time to measure from.
+	// A checkpoint without the header (one MM2 wrote) has no source commit
+	// time to measure from.
 	m.TargetResult("g1", tp, groupsync.Committed, time.Now(), time.Time{})
 	if count, _ := histogram(t, m.reg, "checkpointd_end_to_end_delay_seconds", map[string]string{"group": "g1"}); count != 1 {
 		t.Errorf("end-to-end after a repeat commit: %d samples, want 1", count)
 	}
-	// A checkpoint emitted elsewhere carries the source commit time in its
-	// header: the instance that commits it measures from that.
+	// A checkpoint emitted by another instance carries the source commit
+	// time in its header too: the instance that commits it measures from that.
 	m.TargetResult("g3", tp, groupsync.Committed, time.Now(), time.Now().Add(-300*time.Millisecond))
 	count, sum = histogram(t, m.reg, "checkpointd_end_to_end_delay_seconds", map[string]string{"group": "g3"})
 	if count != 1 || sum < 0.29 || sum > 5 {
@@ -152,9 +153,10 @@ func TestGroupLabelsOff(t *testing.T) {
 	m := newTest(false)
 	tp := messages.TopicPartition{Topic: "t", Partition: 0}
 	for _, g := range []string{"a", "b", "c"} {
-		m.CheckpointEmitted(messages.Checkpoint{Group: g, TopicPartition: tp}, time.Now())
+		committedAt := time.Now()
+		m.CheckpointEmitted(messages.Checkpoint{Group: g, TopicPartition: tp}, committedAt)
 		m.CheckpointSkipped(g, tp, "no_sync")
-		m.TargetResult(g, tp, groupsync.Committed, time.Now(), time.Time{})
+		m.TargetResult(g, tp, groupsync.Committed, time.Now(), committedAt)
 	}
 	if got := toFloat64(m.emitted.WithLabelValues("", "t")); got != 3 {
 		t.Errorf("emitted{group=\"\"} = %v, want 3", got)
@@ -165,7 +167,7 @@ func TestGroupLabelsOff(t *testing.T) {
 			t.Errorf("%s: %d series with group labels off, want 1", name, n)
 		}
 	}
-	// End-to-end still pairs each group's own source commit.
+	// End-to-end still has a sample per group.
 	if count, _ := histogram(t, m.reg, "checkpointd_end_to_end_delay_seconds", nil); count != 3 {
 		t.Errorf("end-to-end samples = %d, want 3", count)
 	}
