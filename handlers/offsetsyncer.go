@@ -91,16 +91,37 @@ type pendingGroup struct {
 	lastReason  groupsync.Reason
 }
 
+// pendingCheckpoint is kept small (48 bytes): a first start queues one per
+// (group, partition), 100,000 at 1k groups × 100 partitions.
 type pendingCheckpoint struct {
 	groupsync.Checkpoint
-	at          time.Time         // record timestamp of the checkpoint
-	committedAt time.Time         // source commit time from the record's header, if any
-	span        trace.SpanContext // the trace context the record carries, if any
+	atMs          int64              // record timestamp of the checkpoint, Unix ms; 0 if none
+	committedAtMs int64              // source commit time from the record's header, Unix ms; 0 if none
+	trace         *trace.SpanContext // the trace context the record carries; nil if none
+}
+
+func (p pendingCheckpoint) at() time.Time          { return unixMilli(p.atMs) }
+func (p pendingCheckpoint) committedAt() time.Time { return unixMilli(p.committedAtMs) }
+
+// span is the trace context the record carries, invalid if none.
+func (p pendingCheckpoint) span() trace.SpanContext {
+	if p.trace == nil {
+		return trace.SpanContext{}
+	}
+	return *p.trace
+}
+
+// unixMilli is time.UnixMilli with 0 as the zero time.
+func unixMilli(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }
 
 // same reports whether two pending checkpoints came from the same record.
 func (p pendingCheckpoint) same(q pendingCheckpoint) bool {
-	return p.Checkpoint == q.Checkpoint && p.at.Equal(q.at) && p.committedAt.Equal(q.committedAt) && p.span.Equal(q.span)
+	return p.Checkpoint == q.Checkpoint && p.atMs == q.atMs && p.committedAtMs == q.committedAtMs && p.span().Equal(q.span())
 }
 
 // NewOffsetSyncer makes an idle syncer; it starts working when the commit
@@ -179,16 +200,18 @@ func (s *OffsetSyncer) queueCheckpoint(ctx context.Context, rec envelope.Record,
 	if span := trace.SpanFromContext(ctx); annotate && span.IsRecording() {
 		annotateCheckpoint(span, cp)
 	}
-	pc := pendingCheckpoint{
-		Checkpoint: groupsync.Checkpoint{Downstream: cp.DownstreamOffset, Metadata: cp.Metadata},
-		at:         rec.Timestamp,
-		// The context of the span that wrote the checkpoint (its creation
-		// context), which the commit span links to.
-		span: trace.SpanContextFromContext(
-			otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(headers))),
+	pc := pendingCheckpoint{Checkpoint: groupsync.Checkpoint{Downstream: cp.DownstreamOffset, Metadata: cp.Metadata}}
+	if !rec.Timestamp.IsZero() {
+		pc.atMs = rec.Timestamp.UnixMilli()
+	}
+	// The context of the span that wrote the checkpoint (its creation
+	// context), which the commit span links to.
+	if sc := trace.SpanContextFromContext(
+		otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(headers))); sc.IsValid() {
+		pc.trace = &sc
 	}
 	if ms, err := strconv.ParseInt(headers[envelope.HeaderCommitTime], 10, 64); err == nil && ms > 0 {
-		pc.committedAt = time.UnixMilli(ms)
+		pc.committedAtMs = ms
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -438,7 +461,7 @@ func names(ws []work) []string {
 func commitLinks(w work, commit map[messages.TopicPartition]groupsync.Checkpoint) []trace.Link {
 	var tps []messages.TopicPartition
 	for tp := range commit {
-		if w.checkpoints[tp].span.IsValid() {
+		if w.checkpoints[tp].trace != nil {
 			tps = append(tps, tp)
 		}
 	}
@@ -453,7 +476,7 @@ func commitLinks(w work, commit map[messages.TopicPartition]groupsync.Checkpoint
 	})
 	links := make([]trace.Link, len(tps))
 	for i, tp := range tps {
-		links[i] = trace.Link{SpanContext: w.checkpoints[tp].span}
+		links[i] = trace.Link{SpanContext: w.checkpoints[tp].span()}
 	}
 	return links
 }
@@ -499,7 +522,7 @@ func (s *OffsetSyncer) settle(w work, outcome map[messages.TopicPartition]groups
 	for tp, r := range outcome {
 		tried := w.checkpoints[tp]
 		if s.cfg.OnResult != nil {
-			s.cfg.OnResult(w.group, tp, r, tried.at, tried.committedAt)
+			s.cfg.OnResult(w.group, tp, r, tried.at(), tried.committedAt())
 		}
 		if g == nil {
 			continue
