@@ -34,6 +34,10 @@ type event struct {
 	What string  `json:"what"`
 }
 
+// lagScrapeEvery is how many 1 s samples apart checkpointd's reader lag is
+// read from its /metrics.
+const lagScrapeEvery = 5
+
 func startSampler(start time.Time, pid int, brokerPid func() int, tr *tracker, c *cpd) *sampler {
 	s := &sampler{start: start}
 	quit := make(chan struct{})
@@ -47,6 +51,7 @@ func startSampler(start time.Time, pid int, brokerPid func() int, tr *tracker, c
 		bp := brokerPid()
 		lastB, _ := cpuSeconds(bp)
 		lastRec, _ := tr.counts()
+		n := 0
 		for {
 			select {
 			case <-quit:
@@ -76,9 +81,15 @@ func startSampler(start time.Time, pid int, brokerPid func() int, tr *tracker, c
 			}
 			sm.TargetRecPS = float64(rec-lastRec) / dt
 			lastRec = rec
-			if c != nil {
+			// Scraped every lagScrapeEvery samples, not each second: a
+			// /metrics scrape costs checkpointd about 5 ms of CPU (9 % of
+			// its CPU at 100 groups when done each second), which no other
+			// system in the comparison pays, and Prometheus scrapes every
+			// 15 s to 1 min.
+			if c != nil && n%lagScrapeEvery == 0 {
 				sm.ReaderLag = c.readerLag("__consumer_offsets")
 			}
+			n++
 			lastT = now
 			s.mu.Lock()
 			s.out = append(s.out, sm)
