@@ -11,7 +11,7 @@ import (
 type Commit struct {
 	Offset   int64
 	Metadata string    // copied into the checkpoint (spec §3.5)
-	Time     time.Time // when the source committed it, for latency metrics
+	Time     time.Time // when the source committed it, for latency metrics; kept to the millisecond
 }
 
 // Commits keeps the latest commit per (group, upstream partition), with a
@@ -38,7 +38,32 @@ type groupCommits struct {
 // partition's one stored copy of its key; groupCommits.parts reuses it.
 type partitionCommits struct {
 	tp     messages.TopicPartition
-	groups map[string]Commit
+	groups map[string]storedCommit
+}
+
+// storedCommit is a Commit with its time as Unix milliseconds (the
+// precision of __consumer_offsets' commit timestamps): 32 bytes, not 48,
+// for each of what can be 100,000 pairs and more.
+type storedCommit struct {
+	offset   int64
+	metadata string
+	ms       int64 // 0: no time
+}
+
+func store(cm Commit) storedCommit {
+	sc := storedCommit{offset: cm.Offset, metadata: cm.Metadata}
+	if !cm.Time.IsZero() {
+		sc.ms = cm.Time.UnixMilli()
+	}
+	return sc
+}
+
+func (sc storedCommit) commit() Commit {
+	cm := Commit{Offset: sc.offset, Metadata: sc.metadata}
+	if sc.ms != 0 {
+		cm.Time = time.UnixMilli(sc.ms)
+	}
+	return cm
 }
 
 // NewCommits returns an empty tracker.
@@ -65,14 +90,14 @@ func (c *Commits) Set(group string, tp messages.TopicPartition, cm Commit) {
 	}
 	p := c.parts[tp]
 	if p == nil {
-		p = &partitionCommits{tp: tp, groups: make(map[string]Commit)}
+		p = &partitionCommits{tp: tp, groups: make(map[string]storedCommit)}
 		c.parts[tp] = p
 	}
 	if _, ok := p.groups[g.name]; !ok {
 		c.pairs++
 		g.parts[p.tp] = struct{}{}
 	}
-	p.groups[g.name] = cm
+	p.groups[g.name] = store(cm)
 }
 
 // Delete forgets group's commit on tp, as a tombstone in __consumer_offsets says.
@@ -121,8 +146,8 @@ func (c *Commits) Get(group string, tp messages.TopicPartition) (Commit, bool) {
 	if p == nil {
 		return Commit{}, false
 	}
-	cm, ok := p.groups[group]
-	return cm, ok
+	sc, ok := p.groups[group]
+	return sc.commit(), ok
 }
 
 // ForEachGroupOn calls fn for every group with a commit on tp, in no set order.
@@ -130,8 +155,8 @@ func (c *Commits) ForEachGroupOn(tp messages.TopicPartition, fn func(group strin
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if p := c.parts[tp]; p != nil {
-		for group, cm := range p.groups {
-			fn(group, cm)
+		for group, sc := range p.groups {
+			fn(group, sc.commit())
 		}
 	}
 }
@@ -142,7 +167,7 @@ func (c *Commits) ForEachOf(group string, fn func(tp messages.TopicPartition, cm
 	defer c.mu.RUnlock()
 	if g := c.groups[group]; g != nil {
 		for tp := range g.parts {
-			fn(tp, c.parts[tp].groups[group])
+			fn(tp, c.parts[tp].groups[group].commit())
 		}
 	}
 }

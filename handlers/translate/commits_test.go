@@ -3,6 +3,7 @@ package translate
 import (
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/checkpointd/checkpointd/messages"
 )
@@ -69,5 +70,33 @@ func TestCommitsSetExistingDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("Set and ForEachGroupOn of an existing pair allocate %.1f times", allocs)
+	}
+}
+
+func TestCommitsKeepTimeToTheMillisecond(t *testing.T) {
+	tp := messages.TopicPartition{Topic: "orders", Partition: 0}
+	at := time.Date(2026, 12, 3, 21, 0, 0, 123_456_789, time.UTC)
+	tests := []struct {
+		name string
+		in   time.Time
+		want time.Time
+	}{
+		{"no time", time.Time{}, time.Time{}},
+		{"nanoseconds dropped", at, at.Truncate(time.Millisecond)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCommits()
+			c.Set("g", tp, Commit{Offset: 5, Metadata: "m", Time: tt.in})
+			got, ok := c.Get("g", tp)
+			if !ok || got.Offset != 5 || got.Metadata != "m" || !got.Time.Equal(tt.want) || got.Time.IsZero() != tt.want.IsZero() {
+				t.Fatalf("Get = %+v, %v; want offset 5, metadata m, time %v", got, ok, tt.want)
+			}
+			c.ForEachOf("g", func(_ messages.TopicPartition, cm Commit) {
+				if cm != got {
+					t.Errorf("ForEachOf gives %+v, Get %+v", cm, got)
+				}
+			})
+		})
 	}
 }
