@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unique"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"go.opentelemetry.io/otel"
@@ -220,7 +221,13 @@ func (s *OffsetSyncer) queueCheckpoint(ctx context.Context, rec envelope.Record,
 		g = &pendingGroup{checkpoints: make(map[messages.TopicPartition]pendingCheckpoint)}
 		s.pending[cp.Group] = g
 	}
-	g.checkpoints[cp.TopicPartition] = pc
+	tp := cp.TopicPartition
+	if _, ok := g.checkpoints[tp]; !ok {
+		// The decoded topic is a new string per record; a first start
+		// queues 100,000 of them, over a handful of topics.
+		tp.Topic = unique.Make(tp.Topic).Value()
+	}
+	g.checkpoints[tp] = pc
 	g.changed = true
 	return s.live
 }
