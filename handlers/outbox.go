@@ -66,9 +66,10 @@ type outboxKey struct {
 // (group, partition), 100,000 at 1k groups × 100 partitions, and messages
 // would cost several times the memory.
 type outboxEntry struct {
-	cp          messages.Checkpoint
-	committedAt int64           // source commit time, Unix ms; 0 if unknown
-	ctx         context.Context // holds the send span; nil when not traced
+	upstream, downstream int64
+	metadata             string
+	committedAt          int64           // source commit time, Unix ms; 0 if unknown
+	ctx                  context.Context // holds the send span; nil when not traced
 }
 
 // outgoing is a checkpoint of the batch being written.
@@ -119,7 +120,7 @@ func NewOutbox(pub message.Publisher, topic string, maxBatch int, logger *slog.L
 // checkpoint of the key replaces it): it covers the wait in the queue, which
 // is where a slow target shows.
 func (o *Outbox) Emit(ctx context.Context, cp messages.Checkpoint, committedAt time.Time) {
-	e := outboxEntry{cp: cp}
+	e := outboxEntry{upstream: cp.UpstreamOffset, downstream: cp.DownstreamOffset, metadata: cp.Metadata}
 	if !committedAt.IsZero() {
 		e.committedAt = committedAt.UnixMilli()
 	}
@@ -144,10 +145,12 @@ func (o *Outbox) Emit(ctx context.Context, cp messages.Checkpoint, committedAt t
 	}
 }
 
-// message makes the record of a queued checkpoint: key and value as MM2
-// writes them, the commit time and the send span's trace context as headers.
-func (e outboxEntry) message() *message.Message {
-	cp := e.cp
+// message makes the record of the checkpoint queued under key: key and
+// value as MM2 writes them, the commit time and the send span's trace
+// context as headers.
+func (e outboxEntry) message(key outboxKey) *message.Message {
+	cp := messages.Checkpoint{Group: key.group, TopicPartition: key.tp,
+		UpstreamOffset: e.upstream, DownstreamOffset: e.downstream, Metadata: e.metadata}
 	msg := message.NewMessage(cp.Group+"/"+cp.TopicPartition.String()+"/"+strconv.FormatInt(cp.UpstreamOffset, 10), cp.Value())
 	msg.Metadata.Set(envelope.MetaKey, string(cp.Key()))
 	if e.committedAt != 0 {
@@ -262,7 +265,7 @@ func (o *Outbox) take() []outgoing {
 	o.flying = n
 	o.mu.Unlock()
 	for i := range batch {
-		batch[i].msg = batch[i].entry.message()
+		batch[i].msg = batch[i].entry.message(batch[i].key)
 	}
 	return batch
 }
