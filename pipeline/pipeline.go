@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -292,7 +293,8 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 		if p.opts.metrics != nil {
 			onResult = p.opts.metrics.TargetResult
 		}
-		tg, err := targetgroups.New(targetClient, p.logger)
+		conns := cmp.Or(p.cfg.TargetCommitConnections, targetgroups.DefaultCommitConnections)
+		tg, err := targetgroups.New(targetClient, p.logger, targetgroups.WithCommitConnections(conns))
 		if err != nil {
 			return fmt.Errorf("target groups: %w", err)
 		}
@@ -306,8 +308,11 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			Target:        target,
 			Groups:        p.groupFilter,
 			RetryInterval: p.cfg.SyncGroupOffsetsInterval,
-			OnResult:      onResult,
-			Logger:        p.logger,
+			// Twice the connections: a commit waiting for a connection has
+			// its request ready when one frees up.
+			CommitConcurrency: 2 * conns,
+			OnResult:          onResult,
+			Logger:            p.logger,
 		})
 		// The commit stage takes checkpoints in batches (each record with
 		// its own headers): it sees as many as the translate stage writes,

@@ -65,6 +65,11 @@ type Config struct {
 	// unless the source consumer sets session.timeout.ms, of the group that
 	// shares __consumer_offsets.
 	CommitLeaseSessionTimeout time.Duration
+	// TargetCommitConnections is how many connections to each target
+	// coordinator broker the commit stage's OffsetCommits use at most
+	// (checkpointd.target.commit.connections); twice as many commits are
+	// in flight.
+	TargetCommitConnections int
 
 	// Raw holds every property after overrides (and, for an MM2 driver file, after
 	// mapping it onto connector keys), as given. It includes secrets: print Effective.

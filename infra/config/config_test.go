@@ -184,7 +184,7 @@ func TestDefaults(t *testing.T) {
 		CheckpointsTopicReplicationFactor: 3, TasksMax: 1, ConsumerPollTimeout: time.Second,
 		AdminTimeout: time.Minute, CommitSource: "auto", AdminPollInterval: time.Second, RefreshInterval: time.Second,
 		MetricsAddress: "127.0.0.1:9464", HealthAddress: "127.0.0.1:9464", LogFormat: "text",
-		LogLevel: "info", GroupID: "checkpointd-A-B", MetricsGroupLabels: true, StageFailureTimeout: 30 * time.Second, CommitLeaseSessionTimeout: 6 * time.Second,
+		LogLevel: "info", GroupID: "checkpointd-A-B", MetricsGroupLabels: true, StageFailureTimeout: 30 * time.Second, CommitLeaseSessionTimeout: 6 * time.Second, TargetCommitConnections: 32,
 		Groups: ".*", GroupsExclude: "console-consumer-.*, connect-.*, __.*",
 		Topics: ".*", TopicsExclude: `mm2.*\.internal, .*\.replica, __.*`,
 	}
@@ -310,6 +310,7 @@ func TestInvalidValuesNameKeyValueAndAllowed(t *testing.T) {
 		{"health address", with("checkpointd.health.address", "x:y"), "checkpointd.health.address", []string{"host:port"}},
 		{"stage failure timeout", with("checkpointd.health.stage.failure.timeout.ms", "0"), "checkpointd.health.stage.failure.timeout.ms", []string{"1 or more"}},
 		{"commit lease session timeout", with("checkpointd.commit.lease.session.timeout.ms", "500"), "checkpointd.commit.lease.session.timeout.ms", []string{"1000 or more"}},
+		{"target commit connections", with("checkpointd.target.commit.connections", "0"), "checkpointd.target.commit.connections", []string{`"0"`, "from 1 to 1024"}},
 		{"log format", with("checkpointd.log.format", "xml"), "checkpointd.log.format", []string{"text, json"}},
 		{"log level", with("checkpointd.log.level", "trace"), "checkpointd.log.level", []string{"debug, info, warn, error"}},
 		{"group id", with("checkpointd.group.id", ""), "checkpointd.group.id", []string{"consumer group"}},
