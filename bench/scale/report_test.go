@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -44,6 +45,9 @@ func writeResults(t *testing.T, dir string, run *runResult) {
 	fmt.Fprintf(&md, "Run %s (took %s): Kafka %s, %s, %d CPUs, durations x%.2g. Raw data: [%s.json](%s.json).\n\n",
 		run.Started.Format("2006-01-02 15:04 UTC"), run.Took, run.Kafka, run.Go, run.CPUs, run.TimeFactor, stamp, stamp)
 	fmt.Fprintf(&md, "- checkpointd: the binary built from this tree (%s), `checkpointd run` as its own process, offsets-log commit source.\n", run.Tree)
+	if len(run.ExtraProps) > 0 {
+		fmt.Fprintf(&md, "- checkpointd properties set for this run (%s): %s.\n", extraEnv, formatProps(run.ExtraProps))
+	}
 	fmt.Fprintf(&md, "- MM2: `MirrorCheckpointConnector` alone in a Connect standalone worker (`ConnectStandalone`), JVM flags `%s`, "+
 		"emit.checkpoints.interval.seconds=1, sync.group.offsets.enabled=true, sync.group.offsets.interval.seconds=1, refresh.groups.interval.seconds=2.\n", run.ConnectJVM)
 	fmt.Fprintf(&md, "- Offset syncs: %s.\n", run.OffsetSyncs)
@@ -291,4 +295,14 @@ func plotScenario(sr scenarioResult, kind, path string) error {
 		p.Y.Label.Text = "RSS (MB)"
 	}
 	return p.Save(16*vg.Centimeter, 9*vg.Centimeter, path)
+}
+
+// formatProps lists properties as sorted key=value pairs.
+func formatProps(props map[string]string) string {
+	keys := slices.Sorted(maps.Keys(props))
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = "`" + k + "=" + props[k] + "`"
+	}
+	return strings.Join(out, ", ")
 }

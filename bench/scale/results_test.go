@@ -116,17 +116,18 @@ func (s *sampler) stop() []sample {
 // ---- results --------------------------------------------------------------------
 
 type runResult struct {
-	Started      time.Time        `json:"started"`
-	Took         dur              `json:"took"`
-	Kafka        string           `json:"kafka"`
-	Go           string           `json:"go"`
-	CPUs         int              `json:"cpus"`
-	TimeFactor   float64          `json:"time_factor"`
-	OffsetSyncs  string           `json:"offset_syncs"`
-	TargetTiming string           `json:"target_timing"`
-	ConnectJVM   string           `json:"connect_jvm_flags"`
-	Tree         string           `json:"checkpointd_tree"`
-	Scenarios    []scenarioResult `json:"scenarios"`
+	Started      time.Time         `json:"started"`
+	Took         dur               `json:"took"`
+	Kafka        string            `json:"kafka"`
+	Go           string            `json:"go"`
+	CPUs         int               `json:"cpus"`
+	TimeFactor   float64           `json:"time_factor"`
+	OffsetSyncs  string            `json:"offset_syncs"`
+	TargetTiming string            `json:"target_timing"`
+	ConnectJVM   string            `json:"connect_jvm_flags"`
+	Tree         string            `json:"checkpointd_tree"`
+	ExtraProps   map[string]string `json:"checkpointd_extra_props,omitempty"` // CHECKPOINTD_SCALE_PROPS
+	Scenarios    []scenarioResult  `json:"scenarios"`
 }
 
 type scenarioResult struct {

@@ -131,6 +131,7 @@ func TestScale(t *testing.T) {
 		TargetTiming: "target __consumer_offsets commit records, broker commit timestamp",
 		ConnectJVM:   strings.Join(kafkatest.ConnectJVMFlags, " "),
 		Tree:         treeState(root),
+		ExtraProps:   extraProps(t),
 	}
 	for _, sc := range selected {
 		if sc.Kind != "first-start" {
