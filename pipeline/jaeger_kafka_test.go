@@ -71,7 +71,21 @@ func TestTracesInJaeger(t *testing.T) {
 	for p, o := range ends {
 		ahead[p] = o + 11
 	}
+	in.obs.forget(group)
 	f.commit(t, group, topic, ahead, make(map[int32][]int64))
+	// The commit must be decided before the newer sync exists: the source
+	// reader waits up to 100 ms to gather commits, and a sync that arrived
+	// first would be part of the commit's own decision, leaving the sync
+	// nothing to re-decide. (The commit is ahead of every sync so far, so
+	// it translates to what is checkpointed already: a skip.)
+	f.waitFor(t, waitTimeout, "the commit ahead to be decided", func() error {
+		for p := range ahead {
+			if _, ok := in.obs.outcome(group, p); !ok {
+				return fmt.Errorf("partition %d not decided yet", p)
+			}
+		}
+		return nil
+	})
 	f.produce(t, "jaeger", 20, 11)
 	f.settle(t, "jaeger", in)
 	f.stop(t, in)

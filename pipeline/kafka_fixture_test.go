@@ -290,6 +290,18 @@ func (d *decisions) outcome(group string, partition int32) (string, bool) {
 	return r, ok
 }
 
+// forget drops the decisions recorded for group, so that outcome tells
+// whether a decision came after this call.
+func (d *decisions) forget(group string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for gp := range d.last {
+		if gp.group == group {
+			delete(d.last, gp)
+		}
+	}
+}
+
 // emittedFor returns the checkpoints emitted for group.
 func (d *decisions) emittedFor(group string) []messages.Checkpoint {
 	d.mu.Lock()
