@@ -327,6 +327,9 @@ func (o *Outbox) publish(ctx context.Context, batch []outgoing) {
 		}
 		err := o.pub.Publish(o.topic, msgs...)
 		if err == nil {
+			if attempt > 1 {
+				o.logger.Info("publishing checkpoints succeeded after retries", "topic", o.topic, "checkpoints", len(batch), "attempts", attempt)
+			}
 			o.stats.batches.Add(1)
 			o.stats.published.Add(int64(len(batch)))
 			o.landed()
@@ -336,7 +339,11 @@ func (o *Outbox) publish(ctx context.Context, batch []outgoing) {
 			return
 		}
 		o.stats.failures.Add(1)
-		o.logger.Error("publishing checkpoints failed; retrying", "topic", o.topic, "checkpoints", len(batch), "attempt", attempt, "error", err)
+		// The first failure and then attempts 2, 4, 8, ...: an outage of
+		// minutes gives a handful of lines, not one per retry.
+		if attempt&(attempt-1) == 0 {
+			o.logger.Error("publishing checkpoints failed; retrying", "topic", o.topic, "checkpoints", len(batch), "attempt", attempt, "error", err)
+		}
 		for _, out := range batch {
 			if out.entry.ctx != nil {
 				trace.SpanFromContext(out.entry.ctx).AddEvent("retry",

@@ -1,11 +1,14 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -282,4 +285,53 @@ func TestOutboxSupersededSendSpan(t *testing.T) {
 	if superseded != 1 || written != 2 {
 		t.Errorf("%d superseded and %d written send spans ended, want 1 and 2", superseded, written)
 	}
+}
+
+// A batch that fails many times logs its first failure and attempts 2, 4,
+// 8, ..., not each retry, and one line when it is written at last.
+func TestOutboxRetryLogging(t *testing.T) {
+	const failures = 20
+	pub := &gatedPublisher{fail: func(call int) bool { return call <= failures }}
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
+	o := NewOutbox(pub, "cps", 0, logger)
+	o.backoff = time.Microsecond
+	stop := runOutbox(t, o)
+	defer stop()
+	o.Emit(context.Background(), cpOn("g", 0, 1, 1), time.Time{})
+	waitFor(t, "the checkpoint to be written", func() bool { return o.Stats().Published == 1 })
+
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	var attempts []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "publishing checkpoints failed; retrying") {
+			_, a, _ := strings.Cut(line, "attempt=")
+			a, _, _ = strings.Cut(a, " ")
+			attempts = append(attempts, a)
+		}
+	}
+	if got, want := strings.Join(attempts, ","), "1,2,4,8,16"; got != want {
+		t.Errorf("failure lines for attempts %s, want %s; log:\n%s", got, want, out)
+	}
+	if !strings.Contains(out, "publishing checkpoints succeeded after retries") || !strings.Contains(out, "attempts=21") {
+		t.Errorf("no recovery line naming 21 attempts; log:\n%s", out)
+	}
+	if st := o.Stats(); st.Failures != failures {
+		t.Errorf("failures = %d, want %d", st.Failures, failures)
+	}
+}
+
+// lockedWriter serializes writes to w: the outbox logs from its own goroutine.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
