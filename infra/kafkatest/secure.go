@@ -64,46 +64,22 @@ type SecureCluster struct {
 // Credentials are a SASL user's.
 type Credentials struct{ User, Password string }
 
-var sharedSecure struct {
-	mu      sync.Mutex
-	tried   bool
-	cluster *SecureCluster
-	err     error
-}
+var sharedSecure startOnce[*SecureCluster]
 
 // SharedSecure returns the secured cluster shared by the tests of this test
 // binary, starting it on first use; RunMain tears it down. Like Shared, it skips
 // with -short and fails without Java or the jars.
 func SharedSecure(t testing.TB) *SecureCluster {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs real Kafka")
+	requireShared(t, "kafkatest.SharedSecure")
+	c, err := sharedSecure.get(StartSecureCluster, func(c *SecureCluster) {
+		t.Logf("kafkatest: secured cluster ready in %s (SASL_SSL %s, mTLS %s)",
+			c.ReadyIn.Round(time.Millisecond), c.SASLSSL, c.MTLS)
+	})
+	if err != nil {
+		failUnavailable(t, "secured Kafka cluster", err)
 	}
-	state.mu.Lock()
-	mainActive := state.mainActive
-	state.mu.Unlock()
-	if !mainActive {
-		t.Fatal("kafkatest.SharedSecure needs the package's TestMain to call kafkatest.RunMain")
-	}
-	sharedSecure.mu.Lock()
-	defer sharedSecure.mu.Unlock()
-	if !sharedSecure.tried {
-		sharedSecure.tried = true
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		sharedSecure.cluster, sharedSecure.err = StartSecureCluster(ctx)
-		if sharedSecure.err == nil {
-			t.Logf("kafkatest: secured cluster ready in %s (SASL_SSL %s, mTLS %s)",
-				sharedSecure.cluster.ReadyIn.Round(time.Millisecond), sharedSecure.cluster.SASLSSL, sharedSecure.cluster.MTLS)
-		}
-	}
-	if err := sharedSecure.err; err != nil {
-		if errors.Is(err, ErrUnavailable) {
-			t.Fatalf("integration test needs Java 17 and Maven to run real Kafka %s: %v", KafkaVersion, err)
-		}
-		t.Fatalf("secured Kafka cluster: %v", err)
-	}
-	return sharedSecure.cluster
+	return c
 }
 
 // StartSecureCluster starts a SecureCluster. It is torn down with the beds by

@@ -20,13 +20,60 @@ var (
 		mainActive bool // RunMain is running the tests
 		open       map[*Bed]struct{}
 	}
-	shared struct {
-		mu    sync.Mutex // held while the bed starts, so parallel tests wait
-		tried bool
-		bed   *Bed
-		err   error
-	}
+	shared startOnce[*Bed]
 )
+
+// startOnce starts a test binary's shared cluster on first use. Its lock is
+// held while the cluster starts, so parallel tests wait for it; a failed
+// start is not retried, and every later caller gets the same error.
+type startOnce[T any] struct {
+	mu    sync.Mutex
+	tried bool
+	v     T
+	err   error
+}
+
+// get returns the cluster, starting it with start (within 10 minutes: the
+// jars may need fetching; the clusters have their own readiness bounds) on
+// the first call, and then calling started with it.
+func (o *startOnce[T]) get(start func(context.Context) (T, error), started func(T)) (T, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.tried {
+		o.tried = true
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		if o.v, o.err = start(ctx); o.err == nil {
+			started(o.v)
+		}
+	}
+	return o.v, o.err
+}
+
+// requireShared skips t with -short and fails it unless RunMain is running
+// the tests (it tears the shared clusters down); what names the caller.
+func requireShared(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs real Kafka")
+	}
+	state.mu.Lock()
+	mainActive := state.mainActive
+	state.mu.Unlock()
+	if !mainActive {
+		t.Fatal(what + " needs the package's TestMain to call kafkatest.RunMain, which tears the clusters down: func TestMain(m *testing.M) { os.Exit(kafkatest.RunMain(m)) }")
+	}
+}
+
+// failUnavailable fails t with err from starting a shared cluster (what),
+// naming Java and Maven when they are what is missing.
+func failUnavailable(t testing.TB, what string, err error) {
+	t.Helper()
+	if errors.Is(err, ErrUnavailable) {
+		t.Fatalf("integration test needs Java 17 and Maven to run real Kafka %s: %v", KafkaVersion, err)
+	}
+	t.Fatalf("%s: %v", what, err)
+}
 
 func register(b *Bed) {
 	state.mu.Lock()
@@ -115,37 +162,16 @@ func RunMain(m *testing.M) int {
 // missing it fails the test: a CI run must not go green without Kafka.
 func Shared(t testing.TB) *Bed {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs real Kafka")
+	requireShared(t, "kafkatest.Shared")
+	bed, err := shared.get(func(ctx context.Context) (*Bed, error) { return StartBed(ctx, BedOptions{}) }, func(b *Bed) {
+		t.Logf("kafkatest: shared clusters ready in %s (source %s, target %s)",
+			b.ReadyIn.Round(time.Millisecond), b.Source.Bootstrap, b.Target.Bootstrap)
+	})
+	if err != nil {
+		failUnavailable(t, "shared Kafka clusters", err)
 	}
-	state.mu.Lock()
-	mainActive := state.mainActive
-	state.mu.Unlock()
-	if !mainActive {
-		t.Fatal("kafkatest.Shared needs the package's TestMain to call kafkatest.RunMain, which tears the clusters down: func TestMain(m *testing.M) { os.Exit(kafkatest.RunMain(m)) }")
-	}
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if !shared.tried {
-		shared.tried = true
-		// Fetching jars may download (the Makefile fetches them first); the
-		// clusters have their own 90 s readiness bound.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		shared.bed, shared.err = StartBed(ctx, BedOptions{})
-		if shared.err == nil {
-			t.Logf("kafkatest: shared clusters ready in %s (source %s, target %s)",
-				shared.bed.ReadyIn.Round(time.Millisecond), shared.bed.Source.Bootstrap, shared.bed.Target.Bootstrap)
-		}
-	}
-	if err := shared.err; err != nil {
-		if errors.Is(err, ErrUnavailable) {
-			t.Fatalf("integration test needs Java 17 and Maven to run real Kafka %s: %v", KafkaVersion, err)
-		}
-		t.Fatalf("shared Kafka clusters: %v", err)
-	}
-	if shared.bed.isClosed() {
+	if bed.isClosed() {
 		t.Fatal("shared Kafka clusters were already torn down")
 	}
-	return shared.bed
+	return bed
 }
