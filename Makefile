@@ -29,7 +29,7 @@ build:
 
 # The main job on two embedded clusters, no setup needed.
 demo:
-	$(GO) run ./cmd/checkpointd demo
+	$(GO) run ./cmd/checkpointd-demo
 
 vet:
 	$(GO) vet $(PKGS)
@@ -38,7 +38,7 @@ vet:
 # The jars for real Kafka and MirrorMaker 2, fetched once with Maven into a
 # cache outside the repo ($$KAFKA_REF_CACHE, else the user cache dir).
 jars:
-	$(GO) run ./infra/kafkatest/cmd/fetchjars
+	$(GO) run ./internal/testbed/kafkatest/cmd/fetchjars
 
 # The container image deployments/Dockerfile describes, built without a
 # container daemon as one tarball (OCI layout + docker load's manifest.json):
@@ -51,7 +51,7 @@ image:
 # module proxy into a cache outside the repo ($$JAEGER_TEST_CACHE, else the
 # user cache dir): about 2 minutes the first time.
 jaeger:
-	$(GO) run ./infra/jaegertest/cmd/buildjaeger
+	$(GO) run ./internal/testbed/jaegertest/cmd/buildjaeger
 
 # Unit and integration tests, then every fuzz target for a few seconds.
 # Integration tests start real Kafka 4.1.1 clusters and MirrorMaker 2 from the

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
 )
 

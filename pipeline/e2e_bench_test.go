@@ -18,7 +18,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/checkpointd/checkpointd/infra/config"
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/pipeline"
 )

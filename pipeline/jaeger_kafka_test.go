@@ -13,9 +13,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/checkpointd/checkpointd/handlers"
-	"github.com/checkpointd/checkpointd/infra/jaegertest"
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
 	"github.com/checkpointd/checkpointd/infra/telemetry/otlp"
+	"github.com/checkpointd/checkpointd/internal/testbed/jaegertest"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/pipeline"
 )
 

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 )
 
 // TestMain tears down the real Kafka clusters the integration tests start.

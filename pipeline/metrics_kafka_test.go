@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/checkpointd/checkpointd/infra/config"
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
 	"github.com/checkpointd/checkpointd/infra/metrics"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/pipeline"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
 	"github.com/checkpointd/checkpointd/infra/metrics"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/pipeline"
 )

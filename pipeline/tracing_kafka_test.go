@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/checkpointd/checkpointd/handlers"
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages/envelope"
 	"github.com/checkpointd/checkpointd/pipeline"
 )

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 )
 
 // TestMain tears down the shared Kafka clusters and every JVM after the tests.

@@ -24,7 +24,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 )
 
 // benchEnv turns the benchmark on; without it TestScale skips, so plain

@@ -24,7 +24,6 @@ Usage:
   checkpointd validate  --config FILE [--set key=value ...]   print the effective config and every problem
   checkpointd translate --config FILE --group G [...]         translated offsets from the checkpoints topic
   checkpointd inspect   --config FILE --topic NAME            decode MM2 internal topics and __consumer_offsets
-  checkpointd demo      [--duration 25s]                       run everything on embedded clusters
   checkpointd version
 
 Configuration uses MirrorMaker 2's property names (YAML, JSON or .properties);
@@ -64,7 +63,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "inspect":
 		return runInspect(ctx, rest, stdout, stderr)
 	case "demo":
-		return runDemo(ctx, rest, stdout, stderr)
+		// The demo links embedded clusters the service never needs; it is
+		// its own binary so this one stays free of them.
+		fmt.Fprintln(stderr, "the demo is its own command now: make demo, or go run ./cmd/checkpointd-demo")
+		return errUsage
 	case "version", "--version":
 		fmt.Fprintln(stdout, "checkpointd", version)
 		return nil

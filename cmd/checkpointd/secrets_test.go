@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 )
 
 // TestValidateNeverPrintsSecrets: the effective config and every warning or

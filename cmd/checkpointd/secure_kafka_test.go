@@ -24,7 +24,7 @@ import (
 
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/infra/kafkaerr"
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
 )
 

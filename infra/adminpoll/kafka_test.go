@@ -13,7 +13,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/checkpointd/checkpointd/infra/adminpoll"
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )
 

@@ -19,8 +19,8 @@ import (
 
 	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/handlers/groupsync"
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
 	"github.com/checkpointd/checkpointd/infra/targetgroups"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )

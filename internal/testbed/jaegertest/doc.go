@@ -7,7 +7,7 @@
 // directive), so Binary downloads the module source with `go mod download`,
 // copies it into a writable directory in the cache and builds
 // ./cmd/all-in-one there. The first build downloads about a gigabyte of
-// modules and compiles for several minutes on a small machine; `go run ./infra/jaegertest/cmd/buildjaeger`
+// modules and compiles for several minutes on a small machine; `go run ./internal/testbed/jaegertest/cmd/buildjaeger`
 // does it ahead of the tests. Later calls find the binary in the cache:
 // $JAEGER_TEST_CACHE, else <user cache dir>/checkpointd/jaeger-<version>.
 //

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/checkpointd/checkpointd/infra/filelock"
+	"github.com/checkpointd/checkpointd/internal/filelock"
 	"io"
 	"io/fs"
 	"os"

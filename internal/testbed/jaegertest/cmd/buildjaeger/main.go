@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/checkpointd/checkpointd/infra/jaegertest"
+	"github.com/checkpointd/checkpointd/internal/testbed/jaegertest"
 )
 
 func main() {

@@ -17,7 +17,7 @@ import (
 
 // Bounds for a shared two-core machine; they fail a hang, they measure nothing.
 const (
-	// BuildTimeout bounds a first, cold build inside a test; `go run ./infra/jaegertest/cmd/buildjaeger`
+	// BuildTimeout bounds a first, cold build inside a test; `go run ./internal/testbed/jaegertest/cmd/buildjaeger`
 	// builds ahead of the tests instead.
 	BuildTimeout = 30 * time.Minute
 	readyTimeout = 30 * time.Second

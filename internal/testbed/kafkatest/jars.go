@@ -6,7 +6,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/checkpointd/checkpointd/infra/filelock"
+	"github.com/checkpointd/checkpointd/internal/filelock"
 	"os"
 	"os/exec"
 	"path/filepath"

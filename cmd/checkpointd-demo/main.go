@@ -1,14 +1,33 @@
+// Command checkpointd-demo runs checkpointd end to end on two embedded
+// clusters (make demo). It is a binary of its own so that the service binary
+// does not link the embedded clusters.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 
-	"github.com/checkpointd/checkpointd/infra/demo"
+	"github.com/checkpointd/checkpointd/internal/demo"
 )
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := runDemo(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	default:
+		fmt.Fprintln(os.Stderr, "checkpointd-demo:", err)
+		os.Exit(1)
+	}
+}
 
 // runDemo runs checkpointd end to end on two embedded clusters, shows its
 // progress and fails if the target offsets did not follow the source or

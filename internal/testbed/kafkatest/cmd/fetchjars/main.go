@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/checkpointd/checkpointd/infra/kafkatest"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 )
 
 func main() {

@@ -14,7 +14,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/checkpointd/checkpointd/infra/jaegertest"
+	"github.com/checkpointd/checkpointd/internal/testbed/jaegertest"
 )
 
 // TestRoundTrip exports a parent, a child with an event and a span linking
