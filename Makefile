@@ -15,7 +15,7 @@ FUZZ_TARGETS := \
 	./messages:FuzzDecodeOffsetsRecord \
 	./messages:FuzzDefaultReplicationPolicySplit \
 	./handlers/translate:FuzzIndex \
-	./handlers/filter:FuzzNew \
+	./internal/javaregex:FuzzParseList \
 	./infra/config:FuzzParseJAAS \
 	./infra/config:FuzzParseProperties \
 	./infra/config:FuzzProviderRefs \

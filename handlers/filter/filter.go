@@ -1,26 +1,15 @@
 // Package filter decides which consumer groups and topics checkpointd replicates, with
-// MirrorMaker 2's DefaultGroupFilter and DefaultTopicFilter semantics: a comma-separated
-// list of Java regular expressions, joined with "|" and matched against the whole name;
-// a name is replicated when the include list matches it and the exclude list does not.
-//
-// Java regexes are translated to Go's RE2 syntax. A construct RE2 cannot match the same
-// way (lookaround, backreferences, possessive quantifiers, atomic groups, …) is rejected
-// with an error naming the pattern, never approximated.
+// MirrorMaker 2's DefaultGroupFilter and DefaultTopicFilter semantics: a name is
+// replicated when the include list matches it and the exclude list does not. The lists
+// are comma-separated Java regexes (see javaregex); MM2's default lists are
+// configuration defaults, which callers pass in.
 package filter
 
 import (
 	"fmt"
-	"regexp"
-	"strings"
 	"sync"
-)
 
-// MM2's defaults (Kafka 4.x; 3.x excluded topics with `.*[\-\.]internal, .*\.replica, __.*`).
-const (
-	DefaultGroups        = ".*"
-	DefaultGroupsExclude = "console-consumer-.*, connect-.*, __.*"
-	DefaultTopics        = ".*"
-	DefaultTopicsExclude = `mm2.*\.internal, .*\.replica, __.*`
+	"github.com/checkpointd/checkpointd/internal/javaregex"
 )
 
 // Matcher decides whether a group or topic name is replicated. The pipeline takes a
@@ -31,8 +20,8 @@ type Matcher interface {
 
 // Filter is MM2's include/exclude filter. It is safe for concurrent use.
 type Filter struct {
-	include *List
-	exclude *List
+	include *javaregex.List
+	exclude *javaregex.List
 
 	// verdicts remembers Match's answers: every commit record is matched
 	// against the group filter, and a Java-style regex costs far more than
@@ -48,17 +37,19 @@ const memoLimit = 1 << 16
 
 var (
 	_ Matcher = (*Filter)(nil)
-	_ Matcher = (*List)(nil)
+	_ Matcher = (*javaregex.List)(nil)
 )
 
 // New builds a filter from an include and an exclude list as MM2 configures them
-// (for example groups and groups.exclude).
+// (for example groups and groups.exclude). An empty include list matches nothing; the
+// caller passes MM2's defaults when none are configured. Errors wrap a
+// *javaregex.PatternError.
 func New(include, exclude string) (*Filter, error) {
-	in, err := ParseList(include)
+	in, err := javaregex.ParseList(include)
 	if err != nil {
 		return nil, fmt.Errorf("include list: %w", err)
 	}
-	ex, err := ParseList(exclude)
+	ex, err := javaregex.ParseList(exclude)
 	if err != nil {
 		return nil, fmt.Errorf("exclude list: %w", err)
 	}
@@ -81,57 +72,3 @@ func (f *Filter) Match(name string) bool {
 	f.mu.Unlock()
 	return ok
 }
-
-// List is one comma-separated list of Java regexes, matched as MM2 matches it.
-type List struct {
-	re *regexp.Regexp // nil for an empty list, which matches nothing
-}
-
-// ParseList parses a list value the way Kafka's ConfigDef parses a LIST and MM2 compiles
-// it: the value is trimmed, split on commas with the blanks around them, and the entries
-// are joined with "|" into one Java regex. An empty list matches nothing.
-func ParseList(list string) (*List, error) {
-	entries := splitList(list)
-	if len(entries) == 0 {
-		return &List{}, nil
-	}
-	expr, err := translate(strings.Join(entries, "|"))
-	if err != nil {
-		return nil, patternError(list, entries, err)
-	}
-	re, err := regexp.Compile(expr)
-	if err != nil {
-		// Java accepted it and the translation is valid RE2, so this is one of RE2's
-		// size limits (a repetition count over 1000 nested in another, say).
-		return nil, &PatternError{Pattern: list, Reason: fmt.Sprintf("too large for Go's regexp engine: %v", err)}
-	}
-	return &List{re: re}, nil
-}
-
-// Match reports whether one of the list's regexes matches the whole of name.
-func (l *List) Match(name string) bool {
-	return l.re != nil && l.re.MatchString(name)
-}
-
-// splitList follows ConfigDef.parseType for LIST: String.trim(), then split on
-// `\s*,\s*` keeping empty entries (limit -1). An empty entry is an empty regex, which
-// matches the empty name, as in Java.
-func splitList(list string) []string {
-	trimmed := strings.TrimFunc(list, func(r rune) bool { return r <= ' ' }) // String.trim
-	if trimmed == "" {
-		return nil
-	}
-	entries := strings.Split(trimmed, ",")
-	for i := range entries {
-		if i > 0 {
-			entries[i] = strings.TrimLeft(entries[i], javaSpace)
-		}
-		if i < len(entries)-1 {
-			entries[i] = strings.TrimRight(entries[i], javaSpace)
-		}
-	}
-	return entries
-}
-
-// javaSpace is the set Java's \s matches.
-const javaSpace = " \t\n\x0B\f\r"

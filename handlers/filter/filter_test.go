@@ -5,56 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/checkpointd/checkpointd/internal/javaregex"
 )
 
-func TestDefaultGroupFilter(t *testing.T) {
-	f, err := New(DefaultGroups, DefaultGroupsExclude)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := map[string]bool{
-		"app-1":                  true,
-		"":                       true,
-		"console-consumer-12345": false,
-		"console-consumer-":      false,
-		"my-console-consumer-1":  true,
-		"connect-mm2":            false,
-		"__strimzi":              false,
-		"_single":                true,
-		"Connect-X":              true, // case-sensitive
-	}
-	for name, want := range tests {
-		if got := f.Match(name); got != want {
-			t.Errorf("Match(%q) = %v, want %v", name, got, want)
-		}
-	}
-}
-
-func TestDefaultTopicFilter(t *testing.T) {
-	f, err := New(DefaultTopics, DefaultTopicsExclude)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := map[string]bool{
-		"orders":                      true,
-		"us-west.orders":              true,
-		"mm2-offset-syncs.B.internal": false,
-		"mm2-configs.A.internal":      false,
-		"mm2internal":                 true, // needs the dot
-		"orders.internal":             true, // Kafka 4.x no longer excludes it
-		"orders.replica":              false,
-		"orders-replica":              true,
-		"__consumer_offsets":          false,
-		"A.checkpoints.internal":      true, // not excluded by name; it is never mirrored
-	}
-	for name, want := range tests {
-		if got := f.Match(name); got != want {
-			t.Errorf("Match(%q) = %v, want %v", name, got, want)
-		}
-	}
-}
-
-func TestListSemantics(t *testing.T) {
+func TestIncludeExclude(t *testing.T) {
 	tests := []struct {
 		name    string
 		include string
@@ -62,24 +17,10 @@ func TestListSemantics(t *testing.T) {
 		matches map[string]bool
 	}{
 		{name: "empty include matches nothing", include: "", exclude: "", matches: map[string]bool{"a": false, "": false}},
-		{name: "blank include matches nothing", include: " \t ", exclude: "", matches: map[string]bool{"a": false}},
 		{name: "empty exclude excludes nothing", include: ".*", exclude: "", matches: map[string]bool{"a": true, "": true}},
-		{name: "whole-name match", include: "app", exclude: "", matches: map[string]bool{"app": true, "app-1": false, "my-app": false}},
-		{name: "blanks around commas", include: " a ,\tb\n,c ", exclude: "", matches: map[string]bool{"a": true, "b": true, "c": true, " a": false}},
-		{name: "inner blanks are part of the regex", include: "a b", exclude: "", matches: map[string]bool{"a b": true, "ab": false}},
-		{name: "empty entry matches the empty name", include: "a,,b", exclude: "", matches: map[string]bool{"": true, "a": true}},
-		{name: "trailing comma keeps an empty entry", include: "a,", exclude: "", matches: map[string]bool{"": true}},
 		{name: "exclude wins", include: "app-.*", exclude: "app-test", matches: map[string]bool{"app-prod": true, "app-test": false}},
-		{name: "entries joined then parsed", include: "(a,b)", exclude: "", matches: map[string]bool{"a": true, "b": true}},
-		{name: "alternation inside an entry", include: "a|b, c", exclude: "", matches: map[string]bool{"a": true, "b": true, "c": true}},
-		{name: "case-insensitive flag", include: "(?i)app", exclude: "", matches: map[string]bool{"APP": true, "App": true}},
-		{name: "flag reaches later entries, as in Java", include: "(?i)x, app", exclude: "", matches: map[string]bool{"APP": true}},
-		{name: "quoting", include: `\Qa.b\E`, exclude: "", matches: map[string]bool{"a.b": true, "axb": false}},
-		{name: "quote runs to the end of the list", include: `\Qa, b`, exclude: "", matches: map[string]bool{"a|b": true, "a": false}},
-		{name: "dot does not match a line terminator", include: "a.b", exclude: "", matches: map[string]bool{"a\nb": false, "a\u2028b": false, "a-b": true}},
-		{name: "dollar at the end", include: "app$", exclude: "", matches: map[string]bool{"app": true, "app\n": false}},
-		{name: "Java whitespace includes VT", include: `a\sb`, exclude: "", matches: map[string]bool{"a\x0Bb": true}},
-		{name: "Unicode category", include: `\p{Lu}+`, exclude: "", matches: map[string]bool{"ÉA": true, "éa": false}},
+		{name: "exclude alone keeps nothing", include: "", exclude: "x", matches: map[string]bool{"a": false, "x": false}},
+		{name: "lists are Java regexes matched whole", include: "(?i)app, b", exclude: `\Qapp.x\E`, matches: map[string]bool{"APP": true, "b": true, "app.x": false, "apps": false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,111 +37,25 @@ func TestListSemantics(t *testing.T) {
 	}
 }
 
-func TestRejectedPatterns(t *testing.T) {
-	tests := []struct {
-		list        string
-		pattern     string // the entry the error must name
-		reason      string // part of the reason
-		unsupported bool
-	}{
-		{list: "ok, app(?=-prod)", pattern: "app(?=-prod)", reason: `lookahead "(?="`, unsupported: true},
-		{list: "app(?!-test)", pattern: "app(?!-test)", reason: "lookahead", unsupported: true},
-		{list: "(?<=x)y", pattern: "(?<=x)y", reason: "lookbehind", unsupported: true},
-		{list: "(?<!x)y", pattern: "(?<!x)y", reason: "lookbehind", unsupported: true},
-		{list: `(a)\1`, pattern: `(a)\1`, reason: "backreference", unsupported: true},
-		{list: `(?<n>a)\k<n>`, pattern: `(?<n>a)\k<n>`, reason: "backreference", unsupported: true},
-		{list: "a*+", pattern: "a*+", reason: "possessive", unsupported: true},
-		{list: "a++", pattern: "a++", reason: "possessive", unsupported: true},
-		{list: "a?+", pattern: "a?+", reason: "possessive", unsupported: true},
-		{list: "a{2}+", pattern: "a{2}+", reason: "possessive", unsupported: true},
-		{list: "(?>ab)", pattern: "(?>ab)", reason: "atomic group", unsupported: true},
-		{list: `\bapp`, pattern: `\bapp`, reason: "word boundary", unsupported: true},
-		{list: `app\B`, pattern: `app\B`, reason: "word boundary", unsupported: true},
-		{list: `\Gx`, pattern: `\Gx`, reason: `\G`, unsupported: true},
-		{list: `a\Rb`, pattern: `a\Rb`, reason: `\R`, unsupported: true},
-		{list: `\X`, pattern: `\X`, reason: "grapheme", unsupported: true},
-		{list: `\N{LATIN SMALL LETTER A}`, pattern: `\N{LATIN SMALL LETTER A}`, reason: "named character", unsupported: true},
-		{list: "(?m)^a", pattern: "(?m)^a", reason: "MULTILINE", unsupported: true},
-		{list: "(?x)a b", pattern: "(?x)a b", reason: "(?x)", unsupported: true},
-		{list: "(?U)a", pattern: "(?U)a", reason: "UNICODE_CHARACTER_CLASS", unsupported: true},
-		{list: "(?iu)é", pattern: "(?iu)é", reason: "(?iu)", unsupported: true},
-		{list: "[a-z&&[^b]]", pattern: "[a-z&&[^b]]", reason: "intersection", unsupported: true},
-		{list: "[a[b]]", pattern: "[a[b]]", reason: "nested character class", unsupported: true},
-		{list: "a$b", pattern: "a$b", reason: `"$" is supported only at the end`, unsupported: true},
-		{list: `a\Z\n`, pattern: `a\Z\n`, reason: `"\Z" is supported only at the end`, unsupported: true},
-		{list: `\p{InGreek}`, pattern: `\p{InGreek}`, reason: "block", unsupported: true},
-		{list: `\p{javaLowerCase}`, pattern: `\p{javaLowerCase}`, reason: "no equivalent", unsupported: true},
-		{list: `\p{C}`, pattern: `\p{C}`, reason: "no equivalent", unsupported: true},
-		{list: `\p{IsAlphabetic}`, pattern: `\p{IsAlphabetic}`, reason: "not supported", unsupported: true},
-		{list: `\p{sc=Latn}`, pattern: `\p{sc=Latn}`, reason: "four-letter aliases", unsupported: true},
-		{list: "a{1001}", pattern: "a{1001}", reason: "over 1000", unsupported: true},
-		// Invalid in Java itself.
-		{list: "*app", pattern: "*app", reason: "dangling meta character '*'"},
-		{list: "app, (open", pattern: "(open", reason: "unclosed group"},
-		{list: "close), x", pattern: "close)", reason: "unmatched closing ')'"},
-		{list: "[abc", pattern: "[abc", reason: "unclosed character class"},
-		{list: "[z-a]", pattern: "[z-a]", reason: "illegal character range"},
-		{list: "a{", pattern: "a{", reason: "illegal repetition"},
-		{list: "a{1,3}", pattern: "a{1", reason: "unclosed counted closure"}, // the comma splits the list
-		{list: `\i`, pattern: `\i`, reason: "illegal/unsupported escape"},
-		{list: `\p{Nope}`, pattern: `\p{Nope}`, reason: "unknown character property"},
-		{list: `\E`, pattern: `\E`, reason: "illegal/unsupported escape"},
-		{list: `x\`, pattern: `x\`, reason: "unexpected end"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.list, func(t *testing.T) {
-			_, err := ParseList(tt.list)
-			var pe *PatternError
-			if !errors.As(err, &pe) {
-				t.Fatalf("ParseList(%q) error = %v, want a *PatternError", tt.list, err)
-			}
-			if pe.Pattern != tt.pattern {
-				t.Errorf("Pattern = %q, want %q", pe.Pattern, tt.pattern)
-			}
-			if !strings.Contains(pe.Reason, tt.reason) {
-				t.Errorf("Reason = %q, want it to contain %q", pe.Reason, tt.reason)
-			}
-			if pe.Unsupported != tt.unsupported {
-				t.Errorf("Unsupported = %v, want %v", pe.Unsupported, tt.unsupported)
-			}
-			if !strings.Contains(err.Error(), `"`+tt.pattern+`"`) {
-				t.Errorf("error %q does not name the pattern %q", err, tt.pattern)
-			}
-		})
-	}
-}
-
+// TestNewNamesTheList: an error says which list is at fault and still unwraps to the
+// *javaregex.PatternError naming the entry.
 func TestNewNamesTheList(t *testing.T) {
-	_, err := New(".*", "ok, x(?=y)")
-	if err == nil || !strings.HasPrefix(err.Error(), "exclude list: ") || !strings.Contains(err.Error(), `"x(?=y)"`) {
-		t.Errorf("New error = %v, want it to name the exclude list and the pattern", err)
-	}
-	_, err = New("(", "")
-	if err == nil || !strings.HasPrefix(err.Error(), "include list: ") {
-		t.Errorf("New error = %v, want it to name the include list", err)
-	}
-}
-
-func TestSplitList(t *testing.T) {
 	tests := []struct {
-		in   string
-		want []string
+		include, exclude string
+		prefix, pattern  string
 	}{
-		{"", nil},
-		{"  ", nil},
-		{"a", []string{"a"}},
-		{" a , b ", []string{"a", "b"}},
-		{"a,", []string{"a", ""}},
-		{",a", []string{"", "a"}},
-		{"a, ,b", []string{"a", "", "b"}},
-		{"\x01a\x01", []string{"a"}},         // String.trim strips every control character
-		{"a\x01, b", []string{"a\x01", "b"}}, // but the comma split strips only \s
-		{"a\v,\vb", []string{"a", "b"}},
+		{include: ".*", exclude: "ok, x(?=y)", prefix: "exclude list: ", pattern: "x(?=y)"},
+		{include: "(", exclude: "", prefix: "include list: ", pattern: "("},
 	}
 	for _, tt := range tests {
-		got := splitList(tt.in)
-		if strings.Join(got, "\x00") != strings.Join(tt.want, "\x00") || len(got) != len(tt.want) {
-			t.Errorf("splitList(%q) = %q, want %q", tt.in, got, tt.want)
+		_, err := New(tt.include, tt.exclude)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.prefix) {
+			t.Errorf("New(%q, %q) error = %v, want it to start %q", tt.include, tt.exclude, err, tt.prefix)
+			continue
+		}
+		var pe *javaregex.PatternError
+		if !errors.As(err, &pe) || pe.Pattern != tt.pattern {
+			t.Errorf("New(%q, %q) error = %v, want a *javaregex.PatternError for %q", tt.include, tt.exclude, err, tt.pattern)
 		}
 	}
 }

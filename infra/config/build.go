@@ -10,7 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/checkpointd/checkpointd/handlers/filter"
+	"github.com/checkpointd/checkpointd/internal/javaregex"
 	"github.com/checkpointd/checkpointd/messages"
 )
 
@@ -244,7 +244,7 @@ func (r *reader) alias(key string) string {
 func (r *reader) filters(c *Config) {
 	list := func(key string) string {
 		v := r.str(key)
-		if _, err := filter.ParseList(v); err != nil {
+		if _, err := javaregex.ParseList(v); err != nil {
 			r.invalid(key, v, "%v", err)
 			spec, _ := specOf(key)
 			return spec.def
@@ -253,9 +253,6 @@ func (r *reader) filters(c *Config) {
 	}
 	c.Groups, c.GroupsExclude = list("groups"), list("groups.exclude")
 	c.Topics, c.TopicsExclude = list("topics"), list("topics.exclude")
-	// Both lists parsed above, so New cannot fail here.
-	c.GroupFilter, _ = filter.New(c.Groups, c.GroupsExclude)
-	c.TopicFilter, _ = filter.New(c.Topics, c.TopicsExclude)
 }
 
 func (r *reader) policy(sourceAlias string) messages.ReplicationPolicy {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/checkpointd/checkpointd/handlers/filter"
 	"github.com/checkpointd/checkpointd/messages"
 )
 
@@ -18,9 +17,9 @@ type Config struct {
 	Source      ClusterConfig
 	Target      ClusterConfig
 
-	// The filter lists as configured, and the filters built from them.
+	// The filter lists as configured (MM2's defaults when unset), each a valid list of
+	// Java regexes; callers build their filters from them.
 	Groups, GroupsExclude, Topics, TopicsExclude string
-	GroupFilter, TopicFilter                     *filter.Filter
 
 	EmitCheckpoints bool
 	// EmitCheckpointsInterval is accepted for MM2 compatibility and has no effect:

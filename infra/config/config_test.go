@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/checkpointd/checkpointd/internal/javaregex"
 	"github.com/checkpointd/checkpointd/messages"
 )
 
@@ -92,8 +93,8 @@ func TestManagedExampleLoadsUnchanged(t *testing.T) {
 			if got := cfg.Policy.CheckpointsTopic(cfg.SourceAlias); got != "source.checkpoints.internal" {
 				t.Errorf("checkpoints topic %q", got)
 			}
-			if cfg.GroupFilter.Match("connect-mm2") || !cfg.GroupFilter.Match("orders-app") {
-				t.Error("group filter does not follow groups.exclude")
+			if exclude, err := javaregex.ParseList(cfg.GroupsExclude); err != nil || !exclude.Match("connect-mm2") || exclude.Match("orders-app") {
+				t.Errorf("groups.exclude %q does not exclude what the file says (err %v)", cfg.GroupsExclude, err)
 			}
 		})
 	}
@@ -190,7 +191,7 @@ func TestDefaults(t *testing.T) {
 	}
 	got := *cfg
 	got.Source, got.Target, got.Raw, got.origins, got.Policy, got.KafkaVersion = ClusterConfig{}, ClusterConfig{}, nil, nil, nil, want.KafkaVersion
-	got.GroupFilter, got.TopicFilter, got.SourceAlias, got.TargetAlias, got.provided = nil, nil, "", "", nil
+	got.SourceAlias, got.TargetAlias, got.provided = "", "", nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", got, want)
 	}

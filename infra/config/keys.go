@@ -3,8 +3,6 @@ package config
 import (
 	"slices"
 	"strings"
-
-	"github.com/checkpointd/checkpointd/handlers/filter"
 )
 
 // valueKind says how a key's value is read; it also decides whether a value that looks
@@ -43,10 +41,12 @@ var connectorKeys = []keySpec{
 	{"target.cluster.alias", "target", freeText},
 	{"source.cluster.bootstrap.servers", "", typed},
 	{"target.cluster.bootstrap.servers", "", typed},
-	{"groups", filter.DefaultGroups, freeText},
-	{"groups.exclude", filter.DefaultGroupsExclude, freeText},
-	{"topics", filter.DefaultTopics, freeText},
-	{"topics.exclude", filter.DefaultTopicsExclude, freeText},
+	// MM2's filter lists, Java regexes (Kafka 4.x; 3.x excluded topics with
+	// `.*[\-\.]internal, .*\.replica, __.*`).
+	{"groups", ".*", freeText},
+	{"groups.exclude", "console-consumer-.*, connect-.*, __.*", freeText},
+	{"topics", ".*", freeText},
+	{"topics.exclude", `mm2.*\.internal, .*\.replica, __.*`, freeText},
 	{"emit.checkpoints.enabled", "true", typed},
 	{"emit.checkpoints.interval.seconds", "60", typed},
 	{"sync.group.offsets.enabled", "false", typed},

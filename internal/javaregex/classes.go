@@ -1,4 +1,4 @@
-package filter
+package javaregex
 
 import (
 	"strings"

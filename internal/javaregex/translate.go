@@ -1,4 +1,4 @@
-package filter
+package javaregex
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 )
 
 // translate turns a Java regular expression (java.util.regex.Pattern, as MM2 compiles a
-// filter list) into an RE2 expression that fully matches exactly the strings the Java
+// configured list) into an RE2 expression that fully matches exactly the strings the Java
 // one fully matches, or explains why that cannot be done.
 //
 // The parser follows Pattern's own recursive descent (expr, sequence, closure, clazz,

@@ -1,4 +1,4 @@
-package filter
+package javaregex
 
 import (
 	"errors"
@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// PatternError reports a list entry that cannot be used as a filter.
+// PatternError reports a list entry that Java rejects, or that Go's engine cannot match
+// the same way.
 type PatternError struct {
 	// Pattern is the list entry at fault; it is the whole list when the fault cannot be
 	// placed in one entry.

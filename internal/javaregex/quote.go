@@ -1,4 +1,4 @@
-package filter
+package javaregex
 
 // removeQuoting rewrites \Q...\E sections into escaped characters before parsing, exactly
 // as java.util.regex.Pattern does (RemoveQEQuoting), so quoting works anywhere, character
