@@ -428,7 +428,7 @@ func (c *Checkpointer) evaluateGroup(ctx context.Context, group string) {
 // send span stay in the commit's trace.
 func (c *Checkpointer) decideLate(ctx context.Context, commit trace.SpanContext, group string, tp messages.TopicPartition) {
 	ctx = trace.ContextWithSpanContext(ctx, commit)
-	ctx, span := c.tracer.Tracer(TracerScope).Start(ctx, "decide", trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := c.tracer.Tracer(messages.TracerScope).Start(ctx, "decide", trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
 	if span.IsRecording() {
 		span.SetAttributes(GroupKey.String(group), UpstreamTopicKey.String(tp.Topic), PartitionKey.Int(int(tp.Partition)))

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // A whole-topic reader may put several records in one message: each is
@@ -103,11 +103,11 @@ func TestHandleCheckpointTakesBatches(t *testing.T) {
 	var mu sync.Mutex
 	committedAt := map[string]time.Time{}
 	s := NewOffsetSyncer(OffsetSyncerConfig{Target: target, RetryInterval: time.Minute,
-		OnResult: func(group string, tp messages.TopicPartition, _ groupsync.Reason, _, at time.Time) {
+		Observer: resultObserver{f: func(group string, tp messages.TopicPartition, _ targetgroup.Reason, _, at time.Time) {
 			mu.Lock()
 			defer mu.Unlock()
 			committedAt[fmt.Sprint(group, "/", tp.Partition)] = at
-		}})
+		}}})
 	rec := func(offset int64, cp messages.Checkpoint, commitMs string) envelope.Record {
 		return envelope.Record{Topic: "source.checkpoints.internal", Offset: offset, Timestamp: time.UnixMilli(1000),
 			Key: cp.Key(), Value: cp.Value(), Headers: map[string]string{envelope.HeaderCommitTime: commitMs}}

@@ -19,32 +19,12 @@ import (
 	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
-
-// TargetGroups is what the offset syncer needs from the target cluster. Its
-// batch calls answer for many groups or topics at once, so that a round
-// costs a few requests per coordinator instead of a few per group.
-type TargetGroups interface {
-	// Describe reports each group's state; a group that failed to describe
-	// has DescribeErr set (never "not found").
-	Describe(ctx context.Context, groups []string) (map[string]groupsync.TargetGroup, error)
-	// Offsets returns the committed offsets on the target of each of groups
-	// (an empty map for a group without any); a group whose offsets could not
-	// be read is in the second map instead. A group in neither is taken as
-	// unreadable: not knowing its offsets, the syncer could lower them.
-	Offsets(ctx context.Context, groups []string) (map[string]map[messages.TopicPartition]int64, map[string]error)
-	// ExistingPartitions reports which partitions of topics exist; a topic
-	// that could not be looked up is in the second map.
-	ExistingPartitions(ctx context.Context, topics []string) (map[messages.TopicPartition]bool, map[string]error)
-	// Commit writes offsets into the group as a simple (memberless) commit
-	// and reports the outcome of every partition. It is called for several
-	// groups at once.
-	Commit(ctx context.Context, group string, offsets map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error)
-}
 
 // OffsetSyncerConfig configures the commit stage.
 type OffsetSyncerConfig struct {
-	Target TargetGroups
+	Target targetgroup.Groups
 	// Groups selects the groups to sync (groups/groups.exclude): the topic
 	// also holds checkpoints other writers (Java MM2) made for other groups.
 	// Nil syncs every group.
@@ -58,11 +38,9 @@ type OffsetSyncerConfig struct {
 	BatchSize int
 	// CommitConcurrency bounds the commits in flight at once, one group each.
 	CommitConcurrency int
-	// OnResult, if set, hears the outcome of every (group, partition) attempt:
-	// checkpointAt is the checkpoint record's timestamp, committedAt when the
-	// source commit behind it was written (its envelope.HeaderCommitTime
-	// header; zero for checkpoints without it, such as MM2's).
-	OnResult func(group string, tp messages.TopicPartition, reason groupsync.Reason, checkpointAt, committedAt time.Time)
+	// Observer hears the outcome of every (group, partition) attempt
+	// (Observer.TargetResult). Nil: NopObserver.
+	Observer Observer
 	Logger   *slog.Logger
 }
 
@@ -89,13 +67,13 @@ type pendingGroup struct {
 	checkpoints map[messages.TopicPartition]pendingCheckpoint
 	changed     bool      // a checkpoint arrived since the last attempt
 	retryAt     time.Time // earliest next attempt when nothing changed
-	lastReason  groupsync.Reason
+	lastReason  targetgroup.Reason
 }
 
 // pendingCheckpoint is kept small (48 bytes): a first start queues one per
 // (group, partition), 100,000 at 1k groups × 100 partitions.
 type pendingCheckpoint struct {
-	groupsync.Checkpoint
+	targetgroup.Checkpoint
 	atMs          int64              // record timestamp of the checkpoint, Unix ms; 0 if none
 	committedAtMs int64              // source commit time from the record's header, Unix ms; 0 if none
 	trace         *trace.SpanContext // the trace context the record carries; nil if none
@@ -139,6 +117,9 @@ func NewOffsetSyncer(cfg OffsetSyncerConfig) *OffsetSyncer {
 	}
 	if cfg.CommitConcurrency <= 0 {
 		cfg.CommitConcurrency = DefaultCommitConcurrency
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
 	}
 	return &OffsetSyncer{cfg: cfg, wake: make(chan struct{}, 1), pending: make(map[string]*pendingGroup)}
 }
@@ -201,7 +182,7 @@ func (s *OffsetSyncer) queueCheckpoint(ctx context.Context, rec envelope.Record,
 	if span := trace.SpanFromContext(ctx); annotate && span.IsRecording() {
 		annotateCheckpoint(span, cp)
 	}
-	pc := pendingCheckpoint{Checkpoint: groupsync.Checkpoint{Downstream: cp.DownstreamOffset, Metadata: cp.Metadata}}
+	pc := pendingCheckpoint{Checkpoint: targetgroup.Checkpoint{Downstream: cp.DownstreamOffset, Metadata: cp.Metadata}}
 	if !rec.Timestamp.IsZero() {
 		pc.atMs = rec.Timestamp.UnixMilli()
 	}
@@ -290,7 +271,7 @@ func (s *OffsetSyncer) syncBatch(ctx context.Context, batch []work, now time.Tim
 	var commits []commitJob
 	for _, w := range batch {
 		if err := unreadable[w.group]; err != nil {
-			s.settle(w, allReason(w, groupsync.Retriable), now)
+			s.settle(w, allReason(w, targetgroup.Retriable), now)
 			continue
 		}
 		plan := groupsync.Decide(s.input(w, states[w.group], current[w.group], existing))
@@ -305,16 +286,16 @@ func (s *OffsetSyncer) syncBatch(ctx context.Context, batch []work, now time.Tim
 
 // describe returns the target state of every group of batch; a group the
 // target did not describe gets DescribeErr, never "not found".
-func (s *OffsetSyncer) describe(ctx context.Context, batch []work) map[string]groupsync.TargetGroup {
+func (s *OffsetSyncer) describe(ctx context.Context, batch []work) map[string]targetgroup.Group {
 	states, err := s.cfg.Target.Describe(ctx, names(batch))
 	if err != nil {
 		s.cfg.Logger.Error("describing target groups failed; retrying later", "groups", len(batch), "error", err)
 	}
-	out := make(map[string]groupsync.TargetGroup, len(batch))
+	out := make(map[string]targetgroup.Group, len(batch))
 	for _, w := range batch {
 		st, ok := states[w.group]
 		if err != nil || !ok {
-			st = groupsync.TargetGroup{DescribeErr: fmt.Errorf("no description of group %q: %v", w.group, err)}
+			st = targetgroup.Group{DescribeErr: fmt.Errorf("no description of group %q: %v", w.group, err)}
 		}
 		out[w.group] = st
 	}
@@ -370,8 +351,8 @@ func firstError(errs map[string]error) (string, error) {
 	return keys[0], errs[keys[0]]
 }
 
-func (s *OffsetSyncer) input(w work, target groupsync.TargetGroup, current map[messages.TopicPartition]int64, existing map[messages.TopicPartition]bool) groupsync.Input {
-	in := groupsync.Input{Checkpoints: make(map[messages.TopicPartition]groupsync.Checkpoint, len(w.checkpoints)), Target: target}
+func (s *OffsetSyncer) input(w work, target targetgroup.Group, current map[messages.TopicPartition]int64, existing map[messages.TopicPartition]bool) groupsync.Input {
+	in := groupsync.Input{Checkpoints: make(map[messages.TopicPartition]targetgroup.Checkpoint, len(w.checkpoints)), Target: target}
 	for tp, cp := range w.checkpoints {
 		in.Checkpoints[tp] = cp.Checkpoint
 	}
@@ -409,18 +390,18 @@ func (s *OffsetSyncer) commitAll(ctx context.Context, jobs []commitJob, now time
 
 // commit writes one group's plan and settles every partition of it.
 func (s *OffsetSyncer) commit(ctx context.Context, j commitJob, now time.Time) {
-	outcome := make(map[messages.TopicPartition]groupsync.Reason, len(j.checkpoints))
+	outcome := make(map[messages.TopicPartition]targetgroup.Reason, len(j.checkpoints))
 	for tp, r := range j.plan.Skipped {
 		outcome[tp] = r
 	}
-	res, err := s.cfg.Target.Commit(WithCommitLinks(ctx, commitLinks(j.work, j.plan.Commit)), j.group, j.plan.Commit)
+	res, err := s.cfg.Target.Commit(targetgroup.WithCommitLinks(ctx, commitLinks(j.work, j.plan.Commit)), j.group, j.plan.Commit)
 	if err != nil {
 		s.cfg.Logger.Error("committing target group offsets failed; retrying later", "group", j.group, "error", err)
 	}
 	for tp := range j.plan.Commit {
 		r, ok := res[tp]
 		if !ok {
-			r = groupsync.Retriable
+			r = targetgroup.Retriable
 		}
 		outcome[tp] = r
 	}
@@ -465,7 +446,7 @@ func names(ws []work) []string {
 
 // commitLinks links a commit to the trace context of each checkpoint record
 // it covers, in partition order.
-func commitLinks(w work, commit map[messages.TopicPartition]groupsync.Checkpoint) []trace.Link {
+func commitLinks(w work, commit map[messages.TopicPartition]targetgroup.Checkpoint) []trace.Link {
 	var tps []messages.TopicPartition
 	for tp := range commit {
 		if w.checkpoints[tp].trace != nil {
@@ -488,8 +469,8 @@ func commitLinks(w work, commit map[messages.TopicPartition]groupsync.Checkpoint
 	return links
 }
 
-func allReason(w work, r groupsync.Reason) map[messages.TopicPartition]groupsync.Reason {
-	out := make(map[messages.TopicPartition]groupsync.Reason, len(w.checkpoints))
+func allReason(w work, r targetgroup.Reason) map[messages.TopicPartition]targetgroup.Reason {
+	out := make(map[messages.TopicPartition]targetgroup.Reason, len(w.checkpoints))
 	for tp := range w.checkpoints {
 		out[tp] = r
 	}
@@ -516,21 +497,19 @@ func topicsOf(w work) []string { return topicsOfAll([]work{w}) }
 
 // settled reports whether a partition needs no further attempt for the
 // checkpoint that was tried: it was written, or the target is already there.
-func settled(r groupsync.Reason) bool {
-	return r == groupsync.Committed || r == groupsync.TargetAhead || r == groupsync.InvalidCheckpoint
+func settled(r targetgroup.Reason) bool {
+	return r == targetgroup.Committed || r == targetgroup.TargetAhead || r == targetgroup.InvalidCheckpoint
 }
 
 // settle records the outcome: settled partitions leave the pending set unless
 // a newer checkpoint arrived meanwhile; the rest wait for the retry interval.
-func (s *OffsetSyncer) settle(w work, outcome map[messages.TopicPartition]groupsync.Reason, now time.Time) {
-	var groupReason groupsync.Reason
+func (s *OffsetSyncer) settle(w work, outcome map[messages.TopicPartition]targetgroup.Reason, now time.Time) {
+	var groupReason targetgroup.Reason
 	s.mu.Lock()
 	g := s.pending[w.group]
 	for tp, r := range outcome {
 		tried := w.checkpoints[tp]
-		if s.cfg.OnResult != nil {
-			s.cfg.OnResult(w.group, tp, r, tried.at(), tried.committedAt())
-		}
+		s.cfg.Observer.TargetResult(w.group, tp, r, tried.at(), tried.committedAt())
 		if g == nil {
 			continue
 		}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // slowTarget is a target cluster whose every request takes latency: groups
@@ -57,11 +57,11 @@ func (t *slowTarget) each(groups []string) {
 	wg.Wait()
 }
 
-func (t *slowTarget) Describe(_ context.Context, groups []string) (map[string]groupsync.TargetGroup, error) {
+func (t *slowTarget) Describe(_ context.Context, groups []string) (map[string]targetgroup.Group, error) {
 	t.each(groups)
-	out := make(map[string]groupsync.TargetGroup, len(groups))
+	out := make(map[string]targetgroup.Group, len(groups))
 	for _, g := range groups {
-		out[g] = groupsync.TargetGroup{State: groupsync.StateNotFound}
+		out[g] = targetgroup.Group{State: targetgroup.StateNotFound}
 	}
 	return out, nil
 }
@@ -86,17 +86,17 @@ func (t *slowTarget) ExistingPartitions(_ context.Context, topics []string) (map
 	return out, nil
 }
 
-func (t *slowTarget) Commit(_ context.Context, group string, offs map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
+func (t *slowTarget) Commit(_ context.Context, group string, offs map[messages.TopicPartition]targetgroup.Checkpoint) (map[messages.TopicPartition]targetgroup.Reason, error) {
 	t.request(t.coordinator(group))
-	out := make(map[messages.TopicPartition]groupsync.Reason, len(offs))
+	out := make(map[messages.TopicPartition]targetgroup.Reason, len(offs))
 	for tp := range offs {
-		out[tp] = groupsync.Committed
+		out[tp] = targetgroup.Committed
 	}
 	return out, nil
 }
 
 // dueSyncer is a caught-up syncer with groups due, two partitions each.
-func dueSyncer(b *testing.B, target TargetGroups, groups int) *OffsetSyncer {
+func dueSyncer(b *testing.B, target targetgroup.Groups, groups int) *OffsetSyncer {
 	b.Helper()
 	s := NewOffsetSyncer(OffsetSyncerConfig{Target: target, RetryInterval: time.Minute, Logger: slog.New(slog.DiscardHandler)})
 	if err := s.HandleCheckpoint(envelope.NewControl(envelope.Assigned, "cp", 0)); err != nil {

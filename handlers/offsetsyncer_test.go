@@ -15,9 +15,9 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/checkpointd/checkpointd/handlers/filter"
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // memTarget is an in-memory target cluster with the broker's commit rules:
@@ -25,7 +25,7 @@ import (
 // counts its calls; commits may come concurrently.
 type memTarget struct {
 	mu          sync.Mutex
-	states      map[string]groupsync.TargetGroup
+	states      map[string]targetgroup.Group
 	offsets     map[string]map[messages.TopicPartition]int64
 	existing    map[messages.TopicPartition]bool
 	describeErr error
@@ -43,22 +43,22 @@ type targetCalls struct {
 }
 
 func newMemTarget() *memTarget {
-	return &memTarget{states: map[string]groupsync.TargetGroup{}, offsets: map[string]map[messages.TopicPartition]int64{},
+	return &memTarget{states: map[string]targetgroup.Group{}, offsets: map[string]map[messages.TopicPartition]int64{},
 		existing: map[messages.TopicPartition]bool{}, offsetErrs: map[string]error{}, leftOut: map[string]bool{}, topicErrs: map[string]error{}}
 }
 
-func (m *memTarget) Describe(_ context.Context, groups []string) (map[string]groupsync.TargetGroup, error) {
+func (m *memTarget) Describe(_ context.Context, groups []string) (map[string]targetgroup.Group, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls.describe++
 	if m.describeErr != nil {
 		return nil, m.describeErr
 	}
-	out := map[string]groupsync.TargetGroup{}
+	out := map[string]targetgroup.Group{}
 	for _, g := range groups {
 		st, ok := m.states[g]
 		if !ok {
-			st = groupsync.TargetGroup{State: groupsync.StateNotFound}
+			st = targetgroup.Group{State: targetgroup.StateNotFound}
 		}
 		out[g] = st
 	}
@@ -106,14 +106,14 @@ func (m *memTarget) ExistingPartitions(_ context.Context, topics []string) (map[
 	return out, failed
 }
 
-func (m *memTarget) Commit(_ context.Context, group string, offs map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
+func (m *memTarget) Commit(_ context.Context, group string, offs map[messages.TopicPartition]targetgroup.Checkpoint) (map[messages.TopicPartition]targetgroup.Reason, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls.commits++
-	res := map[messages.TopicPartition]groupsync.Reason{}
+	res := map[messages.TopicPartition]targetgroup.Reason{}
 	if m.states[group].Members > 0 {
 		for tp := range offs {
-			res[tp] = groupsync.ActiveOnTarget
+			res[tp] = targetgroup.ActiveOnTarget
 		}
 		return res, nil
 	}
@@ -122,7 +122,7 @@ func (m *memTarget) Commit(_ context.Context, group string, offs map[messages.To
 	}
 	for tp, cp := range offs {
 		m.offsets[group][tp] = cp.Downstream
-		res[tp] = groupsync.Committed
+		res[tp] = targetgroup.Committed
 	}
 	return res, nil
 }
@@ -177,42 +177,42 @@ func TestOffsetSyncerRules(t *testing.T) {
 		setup      func(*memTarget)
 		checkpoint int64
 		want       map[messages.TopicPartition]int64
-		wantReason groupsync.Reason
+		wantReason targetgroup.Reason
 		pending    int
 	}{
-		{name: "new group is created", checkpoint: 9, want: map[messages.TopicPartition]int64{tp0: 9}, wantReason: groupsync.Committed},
+		{name: "new group is created", checkpoint: 9, want: map[messages.TopicPartition]int64{tp0: 9}, wantReason: targetgroup.Committed},
 		{name: "target ahead is never lowered", checkpoint: 9,
 			setup: func(m *memTarget) {
-				m.states["g"] = groupsync.TargetGroup{State: groupsync.StateEmpty}
+				m.states["g"] = targetgroup.Group{State: targetgroup.StateEmpty}
 				m.offsets["g"] = map[messages.TopicPartition]int64{tp0: 20}
 			},
-			want: map[messages.TopicPartition]int64{tp0: 20}, wantReason: groupsync.TargetAhead},
+			want: map[messages.TopicPartition]int64{tp0: 20}, wantReason: targetgroup.TargetAhead},
 		{name: "active group is left alone", checkpoint: 9,
-			setup: func(m *memTarget) { m.states["g"] = groupsync.TargetGroup{State: "Stable", Members: 1} },
-			want:  nil, wantReason: groupsync.ActiveOnTarget, pending: 1},
+			setup: func(m *memTarget) { m.states["g"] = targetgroup.Group{State: "Stable", Members: 1} },
+			want:  nil, wantReason: targetgroup.ActiveOnTarget, pending: 1},
 		{name: "describe failure is not a new group", checkpoint: 9,
 			setup: func(m *memTarget) { m.describeErr = errors.New("coordinator unavailable") },
-			want:  nil, wantReason: groupsync.DescribeFailed, pending: 1},
+			want:  nil, wantReason: targetgroup.DescribeFailed, pending: 1},
 		{name: "missing target partition", checkpoint: 9,
 			setup: func(m *memTarget) { delete(m.existing, tp0) },
-			want:  nil, wantReason: groupsync.TargetTopicMissing, pending: 1},
+			want:  nil, wantReason: targetgroup.TargetTopicMissing, pending: 1},
 		{name: "unreadable offsets are not none", checkpoint: 9,
 			setup: func(m *memTarget) {
-				m.states["g"] = groupsync.TargetGroup{State: groupsync.StateEmpty}
+				m.states["g"] = targetgroup.Group{State: targetgroup.StateEmpty}
 				m.offsets["g"] = map[messages.TopicPartition]int64{tp0: 20}
 				m.offsetErrs["g"] = errors.New("coordinator load in progress")
 			},
-			want: map[messages.TopicPartition]int64{tp0: 20}, wantReason: groupsync.Retriable, pending: 1},
+			want: map[messages.TopicPartition]int64{tp0: 20}, wantReason: targetgroup.Retriable, pending: 1},
 		{name: "offsets left out of the answer are not none", checkpoint: 9,
 			setup: func(m *memTarget) {
-				m.states["g"] = groupsync.TargetGroup{State: groupsync.StateEmpty}
+				m.states["g"] = targetgroup.Group{State: targetgroup.StateEmpty}
 				m.offsets["g"] = map[messages.TopicPartition]int64{tp0: 20}
 				m.leftOut["g"] = true
 			},
-			want: map[messages.TopicPartition]int64{tp0: 20}, wantReason: groupsync.Retriable, pending: 1},
+			want: map[messages.TopicPartition]int64{tp0: 20}, wantReason: targetgroup.Retriable, pending: 1},
 		{name: "failed topic lookup is not a missing topic", checkpoint: 9,
 			setup: func(m *memTarget) { m.topicErrs[tp0.Topic] = errors.New("TOPIC_AUTHORIZATION_FAILED") },
-			want:  nil, wantReason: groupsync.Retriable, pending: 1},
+			want:  nil, wantReason: targetgroup.Retriable, pending: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -221,11 +221,11 @@ func TestOffsetSyncerRules(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(target)
 			}
-			var reasons []groupsync.Reason
+			var reasons []targetgroup.Reason
 			s := NewOffsetSyncer(OffsetSyncerConfig{Target: target, RetryInterval: time.Minute,
-				OnResult: func(_ string, _ messages.TopicPartition, r groupsync.Reason, _, _ time.Time) {
+				Observer: resultObserver{f: func(_ string, _ messages.TopicPartition, r targetgroup.Reason, _, _ time.Time) {
 					reasons = append(reasons, r)
-				}})
+				}}})
 			handle(t, s, envelope.NewControl(envelope.Assigned, "cp", 0), envelope.NewControl(envelope.CaughtUp, "cp", 0),
 				checkpointMsg(t, 0, cpFor("g", tp0, tc.checkpoint)))
 			s.Round(context.Background(), time.Unix(100, 0))
@@ -246,7 +246,7 @@ func TestOffsetSyncerRetriesActiveGroupAfterInterval(t *testing.T) {
 	target := newMemTarget()
 	target.existing[tp0] = true
 	target.existing[tp1] = true
-	target.states["g"] = groupsync.TargetGroup{State: "Stable", Members: 2}
+	target.states["g"] = targetgroup.Group{State: "Stable", Members: 2}
 	s := NewOffsetSyncer(OffsetSyncerConfig{Target: target, RetryInterval: time.Minute})
 	handle(t, s, envelope.NewControl(envelope.Assigned, "cp", 0), envelope.NewControl(envelope.CaughtUp, "cp", 0),
 		checkpointMsg(t, 0, cpFor("g", tp0, 3)), checkpointMsg(t, 1, cpFor("g", tp1, 4)))
@@ -255,7 +255,7 @@ func TestOffsetSyncerRetriesActiveGroupAfterInterval(t *testing.T) {
 	if len(target.offsets["g"]) != 0 {
 		t.Fatalf("wrote into an active group: %v", target.offsets["g"])
 	}
-	target.states["g"] = groupsync.TargetGroup{State: groupsync.StateEmpty} // consumers left
+	target.states["g"] = targetgroup.Group{State: targetgroup.StateEmpty} // consumers left
 	s.Round(context.Background(), t0.Add(30*time.Second))
 	if len(target.offsets["g"]) != 0 {
 		t.Fatal("retried before the retry interval passed")
@@ -326,7 +326,7 @@ func dueGroupsSyncer(t *testing.T, target *memTarget, cfg OffsetSyncerConfig, n 
 		tp := messages.TopicPartition{Topic: fmt.Sprintf("source.t%d", i%5), Partition: 0}
 		target.existing[tp] = true
 		if active != nil && active(i) {
-			target.states[group] = groupsync.TargetGroup{State: "Stable", Members: 1}
+			target.states[group] = targetgroup.Group{State: "Stable", Members: 1}
 		}
 		handle(t, s, checkpointMsg(t, int64(i), cpFor(group, tp, 5)))
 	}
@@ -399,7 +399,7 @@ type blockingTarget struct {
 	inFlight, maxSeen int
 }
 
-func (b *blockingTarget) Commit(ctx context.Context, group string, offs map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
+func (b *blockingTarget) Commit(ctx context.Context, group string, offs map[messages.TopicPartition]targetgroup.Checkpoint) (map[messages.TopicPartition]targetgroup.Reason, error) {
 	b.mu.Lock()
 	b.inFlight++
 	b.maxSeen = max(b.maxSeen, b.inFlight)
@@ -453,4 +453,14 @@ func TestOffsetSyncerCommitsConcurrently(t *testing.T) {
 			}
 		})
 	}
+}
+
+// resultObserver hands the commit stage's results to f.
+type resultObserver struct {
+	NopObserver
+	f func(group string, tp messages.TopicPartition, r targetgroup.Reason, checkpointAt, committedAt time.Time)
+}
+
+func (o resultObserver) TargetResult(group string, tp messages.TopicPartition, r targetgroup.Reason, checkpointAt, committedAt time.Time) {
+	o.f(group, tp, r, checkpointAt, committedAt)
 }

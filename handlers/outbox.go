@@ -186,7 +186,7 @@ func (o *Outbox) startSend(ctx context.Context, cp messages.Checkpoint, size int
 	if !parent.SpanContext().IsValid() {
 		return ctx
 	}
-	ctx, span := parent.TracerProvider().Tracer(TracerScope).Start(ctx, "send "+o.topic, trace.WithSpanKind(trace.SpanKindProducer))
+	ctx, span := parent.TracerProvider().Tracer(messages.TracerScope).Start(ctx, "send "+o.topic, trace.WithSpanKind(trace.SpanKindProducer))
 	if span.IsRecording() {
 		span.SetAttributes(
 			semconv.MessagingSystemKafka,

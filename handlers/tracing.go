@@ -9,9 +9,6 @@ import (
 	"github.com/checkpointd/checkpointd/messages"
 )
 
-// TracerScope is the instrumentation scope of checkpointd's spans.
-const TracerScope = "github.com/checkpointd/checkpointd"
-
 // Attribute keys and event names the handlers put on the span of the context
 // they are given (the `process <topic>` span of infra/telemetry's
 // middleware). Without tracing that span is a no-op and nothing is recorded.
@@ -45,28 +42,6 @@ const (
 	// child of this one.
 	DecisionDeferred = "deferred"
 )
-
-// commitLinksKey carries, in the context of a TargetGroups.Commit call, the
-// span contexts of the checkpoint records the commit covers.
-type commitLinksKey struct{}
-
-// CommitLinks returns the links to the checkpoint records a
-// TargetGroups.Commit call covers, as the OffsetSyncer put them in ctx: one
-// per checkpoint that carried a W3C trace context (checkpoints written by MM2
-// carry none). A tracing TargetGroups passes them to its commit span.
-func CommitLinks(ctx context.Context) []trace.Link {
-	links, _ := ctx.Value(commitLinksKey{}).([]trace.Link)
-	return links
-}
-
-// WithCommitLinks returns ctx carrying links for CommitLinks: what the
-// OffsetSyncer passes to TargetGroups.Commit.
-func WithCommitLinks(ctx context.Context, links []trace.Link) context.Context {
-	if len(links) == 0 {
-		return ctx
-	}
-	return context.WithValue(ctx, commitLinksKey{}, links)
-}
 
 // recordDecision adds a DecisionEvent to the span in ctx. It costs a branch
 // when the span is not recording (tracing off or not sampled).

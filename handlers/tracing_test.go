@@ -20,9 +20,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/checkpointd/checkpointd/handlers/filter"
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 func useTraceContext(t *testing.T) {
@@ -243,9 +243,9 @@ type linkTarget struct {
 	links [][]trace.Link
 }
 
-func (l *linkTarget) Commit(ctx context.Context, group string, offs map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
+func (l *linkTarget) Commit(ctx context.Context, group string, offs map[messages.TopicPartition]targetgroup.Checkpoint) (map[messages.TopicPartition]targetgroup.Reason, error) {
 	l.mu.Lock()
-	l.links = append(l.links, CommitLinks(ctx))
+	l.links = append(l.links, targetgroup.CommitLinks(ctx))
 	l.mu.Unlock()
 	return l.memTarget.Commit(ctx, group, offs)
 }
@@ -257,14 +257,14 @@ func TestOffsetSyncerLinksCommitToCheckpointsAndPassesCommitTime(t *testing.T) {
 	target.existing[tp0], target.existing[tp1] = true, true
 	type result struct {
 		tp          messages.TopicPartition
-		reason      groupsync.Reason
+		reason      targetgroup.Reason
 		committedAt time.Time
 	}
 	var results []result
 	s := NewOffsetSyncer(OffsetSyncerConfig{Target: target, RetryInterval: time.Minute,
-		OnResult: func(_ string, tp messages.TopicPartition, r groupsync.Reason, _, committedAt time.Time) {
+		Observer: resultObserver{f: func(_ string, tp messages.TopicPartition, r targetgroup.Reason, _, committedAt time.Time) {
 			results = append(results, result{tp, r, committedAt})
-		}})
+		}}})
 
 	// tp0's checkpoint was written by checkpointd (trace context, commit
 	// time); tp1's by MM2 (no headers).
@@ -296,7 +296,7 @@ func TestOffsetSyncerLinksCommitToCheckpointsAndPassesCommitTime(t *testing.T) {
 		if r.tp == tp0 {
 			want = committed
 		}
-		if r.reason != groupsync.Committed || !r.committedAt.Equal(want) {
+		if r.reason != targetgroup.Committed || !r.committedAt.Equal(want) {
 			t.Errorf("%v: %s committed at %v, want committed with %v", r.tp, r.reason, r.committedAt, want)
 		}
 	}

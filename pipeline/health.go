@@ -9,12 +9,11 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/checkpointd/checkpointd/handlers"
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/infra/health"
 	"github.com/checkpointd/checkpointd/infra/kafkaerr"
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // Stage names in /readyz and the logs.
@@ -80,12 +79,12 @@ func (h healthPublisher) Publish(topic string, msgs ...*message.Message) error {
 // group to describe it or fetch its offsets, DESCRIBE on a topic to look up
 // its partitions, READ on the group (and its topics) to commit.
 type healthTargetGroups struct {
-	handlers.TargetGroups
+	targetgroup.Groups
 	stage *health.Stage
 }
 
-func (h healthTargetGroups) Describe(ctx context.Context, groups []string) (map[string]groupsync.TargetGroup, error) {
-	states, err := h.TargetGroups.Describe(ctx, groups)
+func (h healthTargetGroups) Describe(ctx context.Context, groups []string) (map[string]targetgroup.Group, error) {
+	states, err := h.Groups.Describe(ctx, groups)
 	if err != nil {
 		h.stage.Failure(fmt.Errorf("describe target groups: %w", err))
 		return states, err
@@ -107,7 +106,7 @@ func (h healthTargetGroups) Describe(ctx context.Context, groups []string) (map[
 }
 
 func (h healthTargetGroups) Offsets(ctx context.Context, groups []string) (map[string]map[messages.TopicPartition]int64, map[string]error) {
-	current, errs := h.TargetGroups.Offsets(ctx, groups)
+	current, errs := h.Groups.Offsets(ctx, groups)
 	if len(errs) > 0 && len(current) == 0 {
 		for g, err := range errs {
 			h.stage.Failure(fmt.Errorf("fetch offsets of target group %q (and %d more): %w", g, len(errs)-1, kafkaerr.Needs(err, describeOn("group", g))))
@@ -118,7 +117,7 @@ func (h healthTargetGroups) Offsets(ctx context.Context, groups []string) (map[s
 }
 
 func (h healthTargetGroups) ExistingPartitions(ctx context.Context, topics []string) (map[messages.TopicPartition]bool, map[string]error) {
-	existing, errs := h.TargetGroups.ExistingPartitions(ctx, topics)
+	existing, errs := h.Groups.ExistingPartitions(ctx, topics)
 	if len(errs) > 0 && len(errs) == len(topics) {
 		for topic, err := range errs {
 			h.stage.Failure(fmt.Errorf("look up partitions of target topic %q (and %d more): %w", topic, len(errs)-1, kafkaerr.Needs(err, describeOn("topic", topic))))
@@ -128,19 +127,19 @@ func (h healthTargetGroups) ExistingPartitions(ctx context.Context, topics []str
 	return existing, errs
 }
 
-func (h healthTargetGroups) Commit(ctx context.Context, group string, offsets map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
-	res, err := h.TargetGroups.Commit(ctx, group, offsets)
+func (h healthTargetGroups) Commit(ctx context.Context, group string, offsets map[messages.TopicPartition]targetgroup.Checkpoint) (map[messages.TopicPartition]targetgroup.Reason, error) {
+	res, err := h.Groups.Commit(ctx, group, offsets)
 	if err != nil {
 		h.stage.Failure(fmt.Errorf("commit target group %q: %w", group, kafkaerr.Needs(err, readOn("group", group))))
 		return res, err
 	}
-	var failed groupsync.Reason
+	var failed targetgroup.Reason
 	for _, r := range res {
 		switch r {
-		case groupsync.Committed:
+		case targetgroup.Committed:
 			h.stage.Success()
 			return res, nil
-		case groupsync.Unauthorized, groupsync.CommitFailed, groupsync.Retriable:
+		case targetgroup.Unauthorized, targetgroup.CommitFailed, targetgroup.Retriable:
 			failed = r
 		}
 	}

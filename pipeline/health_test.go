@@ -11,23 +11,23 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/infra/health"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // fakeTarget answers every call with what the test sets.
 type fakeTarget struct {
 	describeErr error
-	states      map[string]groupsync.TargetGroup
+	states      map[string]targetgroup.Group
 	offsetErrs  map[string]error
 	current     map[string]map[messages.TopicPartition]int64
 	commitErr   error
-	commit      map[messages.TopicPartition]groupsync.Reason
+	commit      map[messages.TopicPartition]targetgroup.Reason
 	topicErrs   map[string]error
 }
 
-func (f fakeTarget) Describe(context.Context, []string) (map[string]groupsync.TargetGroup, error) {
+func (f fakeTarget) Describe(context.Context, []string) (map[string]targetgroup.Group, error) {
 	return f.states, f.describeErr
 }
 
@@ -39,7 +39,7 @@ func (f fakeTarget) ExistingPartitions(context.Context, []string) (map[messages.
 	return nil, f.topicErrs
 }
 
-func (f fakeTarget) Commit(context.Context, string, map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
+func (f fakeTarget) Commit(context.Context, string, map[messages.TopicPartition]targetgroup.Checkpoint) (map[messages.TopicPartition]targetgroup.Reason, error) {
 	return f.commit, f.commitErr
 }
 
@@ -58,21 +58,21 @@ func TestHealthTargetGroups(t *testing.T) {
 	}{
 		{"describe fails", fakeTarget{describeErr: denied},
 			func(h healthTargetGroups) { _, _ = h.Describe(context.Background(), []string{"a"}) }, "describe target groups: GROUP_AUTHORIZATION_FAILED"},
-		{"every group fails to describe", fakeTarget{states: map[string]groupsync.TargetGroup{"a": {DescribeErr: denied}, "b": {DescribeErr: denied}}},
+		{"every group fails to describe", fakeTarget{states: map[string]targetgroup.Group{"a": {DescribeErr: denied}, "b": {DescribeErr: denied}}},
 			func(h healthTargetGroups) { _, _ = h.Describe(context.Background(), []string{"a", "b"}) }, "every group failed"},
-		{"one group of two fails to describe", fakeTarget{states: map[string]groupsync.TargetGroup{"a": {DescribeErr: denied}, "b": {}}},
+		{"one group of two fails to describe", fakeTarget{states: map[string]targetgroup.Group{"a": {DescribeErr: denied}, "b": {}}},
 			func(h healthTargetGroups) { _, _ = h.Describe(context.Background(), []string{"a", "b"}) }, ""},
 		{"every offset fetch fails", fakeTarget{offsetErrs: map[string]error{"a": denied}},
 			func(h healthTargetGroups) { _, _ = h.Offsets(context.Background(), []string{"a"}) }, `fetch offsets of target group "a"`},
 		{"some offsets read", fakeTarget{offsetErrs: map[string]error{"a": denied}, current: map[string]map[messages.TopicPartition]int64{"b": {}}},
 			func(h healthTargetGroups) { _, _ = h.Offsets(context.Background(), []string{"a", "b"}) }, ""},
-		{"commit refused", fakeTarget{commit: map[messages.TopicPartition]groupsync.Reason{tp: groupsync.Unauthorized}},
+		{"commit refused", fakeTarget{commit: map[messages.TopicPartition]targetgroup.Reason{tp: targetgroup.Unauthorized}},
 			func(h healthTargetGroups) { _, _ = h.Commit(context.Background(), "a", nil) }, `commit target group "a": unauthorized`},
 		{"commit call fails", fakeTarget{commitErr: denied},
 			func(h healthTargetGroups) { _, _ = h.Commit(context.Background(), "a", nil) }, "GROUP_AUTHORIZATION_FAILED"},
-		{"commit partly written", fakeTarget{commit: map[messages.TopicPartition]groupsync.Reason{tp: groupsync.Unauthorized, tp1: groupsync.Committed}},
+		{"commit partly written", fakeTarget{commit: map[messages.TopicPartition]targetgroup.Reason{tp: targetgroup.Unauthorized, tp1: targetgroup.Committed}},
 			func(h healthTargetGroups) { _, _ = h.Commit(context.Background(), "a", nil) }, ""},
-		{"every group's describe not authorized", fakeTarget{states: map[string]groupsync.TargetGroup{"a": {DescribeErr: sarama.ErrGroupAuthorizationFailed}}},
+		{"every group's describe not authorized", fakeTarget{states: map[string]targetgroup.Group{"a": {DescribeErr: sarama.ErrGroupAuthorizationFailed}}},
 			func(h healthTargetGroups) { _, _ = h.Describe(context.Background(), []string{"a"}) }, `(authorization: DESCRIBE on group "a" is needed)`},
 		{"offset fetch not authorized", fakeTarget{offsetErrs: map[string]error{"a": sarama.ErrGroupAuthorizationFailed}},
 			func(h healthTargetGroups) { _, _ = h.Offsets(context.Background(), []string{"a"}) }, `(authorization: DESCRIBE on group "a" is needed)`},
@@ -85,13 +85,13 @@ func TestHealthTargetGroups(t *testing.T) {
 			}, ""},
 		{"commit not authorized", fakeTarget{commitErr: sarama.ErrGroupAuthorizationFailed},
 			func(h healthTargetGroups) { _, _ = h.Commit(context.Background(), "a", nil) }, `(authorization: READ on group "a" is needed)`},
-		{"active on target is no failure", fakeTarget{commit: map[messages.TopicPartition]groupsync.Reason{tp: groupsync.ActiveOnTarget}},
+		{"active on target is no failure", fakeTarget{commit: map[messages.TopicPartition]targetgroup.Reason{tp: targetgroup.ActiveOnTarget}},
 			func(h healthTargetGroups) { _, _ = h.Commit(context.Background(), "a", nil) }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.Unix(1000, 0)
 			reg := health.New(time.Second, nil, health.WithClock(func() time.Time { return now }))
-			h := healthTargetGroups{TargetGroups: tc.target, stage: reg.Stage(StageTargetCommits, `target "us"`, time.Second)}
+			h := healthTargetGroups{Groups: tc.target, stage: reg.Stage(StageTargetCommits, `target "us"`, time.Second)}
 			tc.call(h)
 			now = now.Add(time.Second)
 			tc.call(h)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
@@ -249,7 +250,8 @@ func (f *fixture) stop(t *testing.T, in *instance) {
 // decisions records and logs checkpointd's decisions (pipeline.WithObserver):
 // what was emitted and the last outcome per (group, partition).
 type decisions struct {
-	log *slog.Logger
+	handlers.NopObserver // TargetResult
+	log                  *slog.Logger
 
 	mu      sync.Mutex
 	emitted []messages.Checkpoint

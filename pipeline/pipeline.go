@@ -14,14 +14,13 @@ import (
 
 	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/handlers/filter"
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/infra/health"
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
 	"github.com/checkpointd/checkpointd/infra/metrics"
 	"github.com/checkpointd/checkpointd/infra/targetgroups"
 	"github.com/checkpointd/checkpointd/infra/telemetry"
-	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // consumerOffsetsTopic is where Kafka keeps group commits.
@@ -134,10 +133,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	pub = healthPublisher{Publisher: pub, stage: p.health.Stage(StageCheckpointWriter, target, readerRetryGap)}
 	p.outbox = handlers.NewOutbox(pub, topics.Checkpoints, handlers.DefaultOutboxBatch, log)
 
-	observer := p.opts.observer
-	if p.opts.metrics != nil {
-		observer = metrics.Join(observer, p.opts.metrics)
-	}
+	observer := p.observer()
 
 	p.checkpointer, err = handlers.NewCheckpointer(handlers.CheckpointerConfig{
 		SourceAlias:     p.cfg.SourceAlias,
@@ -289,17 +285,13 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			p.health.Stage(stage, clusterName("target", p.cfg.TargetAlias), readerRetryGap), p.leaseSession())
 	}
 	if p.cfg.SyncGroupOffsets {
-		var onResult func(string, messages.TopicPartition, groupsync.Reason, time.Time, time.Time)
-		if p.opts.metrics != nil {
-			onResult = p.opts.metrics.TargetResult
-		}
 		conns := cmp.Or(p.cfg.TargetCommitConnections, targetgroups.DefaultCommitConnections)
 		tg, err := targetgroups.New(targetClient, p.logger, targetgroups.WithCommitConnections(conns))
 		if err != nil {
 			return fmt.Errorf("target groups: %w", err)
 		}
 		p.closers = append(p.closers, tg.Close) // its commit connections; closed before targetClient
-		var target handlers.TargetGroups = healthTargetGroups{TargetGroups: targetgroups.SyncTarget{Client: tg},
+		var target targetgroup.Groups = healthTargetGroups{Groups: targetgroups.SyncTarget{Client: tg},
 			stage: p.health.Stage(StageTargetCommits, clusterName("target", p.cfg.TargetAlias), p.cfg.SyncGroupOffsetsInterval)}
 		if p.opts.tracer != nil {
 			target = telemetry.TraceTargetGroups(target, p.opts.tracer)
@@ -311,7 +303,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			// Twice the connections: a commit waiting for a connection has
 			// its request ready when one frees up.
 			CommitConcurrency: 2 * conns,
-			OnResult:          onResult,
+			Observer:          p.observer(),
 			Logger:            p.logger,
 		})
 		// The commit stage takes checkpoints in batches (each record with
@@ -425,3 +417,12 @@ func (p *Pipeline) close() {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// observer joins the user's observer (WithObserver) and the metrics, if any.
+func (p *Pipeline) observer() handlers.Observer {
+	obs := []handlers.Observer{p.opts.observer}
+	if p.opts.metrics != nil { // a nil *Metrics in the interface would not be nil
+		obs = append(obs, p.opts.metrics)
+	}
+	return handlers.JoinObservers(obs...)
+}

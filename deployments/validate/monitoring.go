@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/infra/metrics"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // externalMetrics are the series the alerts may read that checkpointd does
@@ -30,7 +30,7 @@ func CheckpointdMetrics() (map[string]dto.MetricType, error) {
 	m.CheckpointEmitted(messages.Checkpoint{Group: "g", TopicPartition: tp}, time.Now())
 	m.CheckpointSkipped("g", tp, "no_sync_yet")
 	m.RecordMalformed("t", 0, 0, nil)
-	m.TargetResult("g", tp, groupsync.Committed, time.Now(), time.Now())
+	m.TargetResult("g", tp, targetgroup.Committed, time.Now(), time.Now())
 	m.ReaderRecord("t", 0, 1, 2)
 	for _, name := range metrics.PipelineGauges {
 		if strings.HasSuffix(name, "_total") {
@@ -65,7 +65,7 @@ func exported(known map[string]dto.MetricType, name string) bool {
 // commitReasons are the reason label values of checkpointd_target_commits_total.
 func commitReasons() []string {
 	var out []string
-	for _, r := range groupsync.Reasons() {
+	for _, r := range targetgroup.Reasons() {
 		out = append(out, string(r))
 	}
 	return out

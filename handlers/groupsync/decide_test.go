@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 var (
@@ -15,8 +16,8 @@ var (
 	gone0   = messages.TopicPartition{Topic: "src.gone", Partition: 0}
 )
 
-type tps = map[messages.TopicPartition]Checkpoint
-type reasons = map[messages.TopicPartition]Reason
+type tps = map[messages.TopicPartition]targetgroup.Checkpoint
+type reasons = map[messages.TopicPartition]targetgroup.Reason
 
 func exists(ps ...messages.TopicPartition) map[messages.TopicPartition]bool {
 	m := make(map[messages.TopicPartition]bool, len(ps))
@@ -27,8 +28,8 @@ func exists(ps ...messages.TopicPartition) map[messages.TopicPartition]bool {
 }
 
 func TestDecide(t *testing.T) {
-	empty := TargetGroup{State: StateEmpty}
-	notFound := TargetGroup{State: StateNotFound}
+	empty := targetgroup.Group{State: targetgroup.StateEmpty}
+	notFound := targetgroup.Group{State: targetgroup.StateNotFound}
 	two := tps{orders0: {Downstream: 100, Metadata: "m0"}, orders1: {Downstream: 200, Metadata: "m1"}}
 	both := exists(orders0, orders1)
 
@@ -60,83 +61,83 @@ func TestDecide(t *testing.T) {
 			in: Input{Checkpoints: two, Target: empty, Existing: both,
 				Current: map[messages.TopicPartition]int64{orders0: 100, orders1: 10}},
 			wantCommit:  tps{orders1: two[orders1]},
-			wantSkipped: reasons{orders0: TargetAhead},
+			wantSkipped: reasons{orders0: targetgroup.TargetAhead},
 		},
 		{
 			name: "target ahead is never lowered, even after a source rewind",
 			in: Input{Checkpoints: two, Target: empty, Existing: both,
 				Current: map[messages.TopicPartition]int64{orders0: 5000, orders1: 201}},
-			wantSkipped: reasons{orders0: TargetAhead, orders1: TargetAhead},
+			wantSkipped: reasons{orders0: targetgroup.TargetAhead, orders1: targetgroup.TargetAhead},
 		},
 		{
 			name: "negative target offset is overwritten (KAFKA-15607)",
 			in: Input{Checkpoints: two, Target: empty, Existing: both,
 				Current: map[messages.TopicPartition]int64{orders0: -1, orders1: 300}},
 			wantCommit:  tps{orders0: two[orders0]},
-			wantSkipped: reasons{orders1: TargetAhead},
+			wantSkipped: reasons{orders1: targetgroup.TargetAhead},
 		},
 		{
 			name: "partition without a target offset in an empty group is committed",
 			in: Input{Checkpoints: two, Target: empty, Existing: both,
 				Current: map[messages.TopicPartition]int64{orders1: 300}},
 			wantCommit:  tps{orders0: two[orders0]},
-			wantSkipped: reasons{orders1: TargetAhead},
+			wantSkipped: reasons{orders1: targetgroup.TargetAhead},
 		},
 		{
 			name:        "stable group with members is left alone",
-			in:          Input{Checkpoints: two, Target: TargetGroup{State: "Stable", Members: 2}, Existing: both},
-			wantSkipped: reasons{orders0: ActiveOnTarget, orders1: ActiveOnTarget},
+			in:          Input{Checkpoints: two, Target: targetgroup.Group{State: "Stable", Members: 2}, Existing: both},
+			wantSkipped: reasons{orders0: targetgroup.ActiveOnTarget, orders1: targetgroup.ActiveOnTarget},
 		},
 		{
 			name:        "members make any state active",
-			in:          Input{Checkpoints: two, Target: TargetGroup{State: StateEmpty, Members: 1}, Existing: both},
-			wantSkipped: reasons{orders0: ActiveOnTarget, orders1: ActiveOnTarget},
+			in:          Input{Checkpoints: two, Target: targetgroup.Group{State: targetgroup.StateEmpty, Members: 1}, Existing: both},
+			wantSkipped: reasons{orders0: targetgroup.ActiveOnTarget, orders1: targetgroup.ActiveOnTarget},
 		},
 		{
 			name:        "classic rebalance without members yet is active",
-			in:          Input{Checkpoints: two, Target: TargetGroup{State: "PreparingRebalance"}, Existing: both},
-			wantSkipped: reasons{orders0: ActiveOnTarget, orders1: ActiveOnTarget},
+			in:          Input{Checkpoints: two, Target: targetgroup.Group{State: "PreparingRebalance"}, Existing: both},
+			wantSkipped: reasons{orders0: targetgroup.ActiveOnTarget, orders1: targetgroup.ActiveOnTarget},
 		},
 		{
 			name:        "KIP-848 reconciling group is active",
-			in:          Input{Checkpoints: two, Target: TargetGroup{State: "Reconciling", Members: 3}, Existing: both},
-			wantSkipped: reasons{orders0: ActiveOnTarget, orders1: ActiveOnTarget},
+			in:          Input{Checkpoints: two, Target: targetgroup.Group{State: "Reconciling", Members: 3}, Existing: both},
+			wantSkipped: reasons{orders0: targetgroup.ActiveOnTarget, orders1: targetgroup.ActiveOnTarget},
 		},
 		{
 			name:        "dead (being unloaded) is not writable",
-			in:          Input{Checkpoints: two, Target: TargetGroup{State: "Dead"}, Existing: both},
-			wantSkipped: reasons{orders0: ActiveOnTarget, orders1: ActiveOnTarget},
+			in:          Input{Checkpoints: two, Target: targetgroup.Group{State: "Dead"}, Existing: both},
+			wantSkipped: reasons{orders0: targetgroup.ActiveOnTarget, orders1: targetgroup.ActiveOnTarget},
 		},
 		{
 			name: "failed describe is retried, never taken for new (KAFKA-19794)",
 			in: Input{Checkpoints: two, Existing: both,
-				Target: TargetGroup{State: StateNotFound, DescribeErr: errors.New("coordinator not available")}},
-			wantSkipped: reasons{orders0: DescribeFailed, orders1: DescribeFailed},
+				Target: targetgroup.Group{State: targetgroup.StateNotFound, DescribeErr: errors.New("coordinator not available")}},
+			wantSkipped: reasons{orders0: targetgroup.DescribeFailed, orders1: targetgroup.DescribeFailed},
 		},
 		{
 			name: "missing topic skips its partitions only (KAFKA-19107)",
 			in: Input{Checkpoints: tps{orders0: {Downstream: 7}, gone0: {Downstream: 9}},
 				Target: empty, Existing: exists(orders0)},
 			wantCommit:  tps{orders0: {Downstream: 7}},
-			wantSkipped: reasons{gone0: TargetTopicMissing},
+			wantSkipped: reasons{gone0: targetgroup.TargetTopicMissing},
 		},
 		{
 			name: "partition beyond the target's partition count is missing",
 			in: Input{Checkpoints: tps{orders1: {Downstream: 1}, orders2: {Downstream: 2}},
 				Target: notFound, Existing: both},
 			wantCommit:  tps{orders1: {Downstream: 1}},
-			wantSkipped: reasons{orders2: TargetTopicMissing},
+			wantSkipped: reasons{orders2: targetgroup.TargetTopicMissing},
 		},
 		{
 			name:        "no partition lookup means nothing is known to exist",
 			in:          Input{Checkpoints: two, Target: notFound},
-			wantSkipped: reasons{orders0: TargetTopicMissing, orders1: TargetTopicMissing},
+			wantSkipped: reasons{orders0: targetgroup.TargetTopicMissing, orders1: targetgroup.TargetTopicMissing},
 		},
 		{
 			name: "negative translation is invalid, not committed",
 			in: Input{Checkpoints: tps{orders0: {Downstream: -1}}, Target: notFound,
 				Existing: exists(orders0)},
-			wantSkipped: reasons{orders0: InvalidCheckpoint},
+			wantSkipped: reasons{orders0: targetgroup.InvalidCheckpoint},
 		},
 		{
 			name: "no checkpoints, nothing to do",
@@ -169,17 +170,17 @@ func orEmpty[V comparable](m map[messages.TopicPartition]V) map[messages.TopicPa
 
 func TestWritable(t *testing.T) {
 	tests := []struct {
-		g    TargetGroup
+		g    targetgroup.Group
 		want bool
 	}{
-		{TargetGroup{State: StateEmpty}, true},
-		{TargetGroup{State: StateNotFound}, true},
-		{TargetGroup{State: StateEmpty, Members: 1}, false},
-		{TargetGroup{State: "Stable"}, false},
-		{TargetGroup{State: "CompletingRebalance"}, false},
-		{TargetGroup{State: "Assigning"}, false},
-		{TargetGroup{State: ""}, false},
-		{TargetGroup{State: StateEmpty, DescribeErr: errors.New("x")}, false},
+		{targetgroup.Group{State: targetgroup.StateEmpty}, true},
+		{targetgroup.Group{State: targetgroup.StateNotFound}, true},
+		{targetgroup.Group{State: targetgroup.StateEmpty, Members: 1}, false},
+		{targetgroup.Group{State: "Stable"}, false},
+		{targetgroup.Group{State: "CompletingRebalance"}, false},
+		{targetgroup.Group{State: "Assigning"}, false},
+		{targetgroup.Group{State: ""}, false},
+		{targetgroup.Group{State: targetgroup.StateEmpty, DescribeErr: errors.New("x")}, false},
 	}
 	for _, tc := range tests {
 		if got := tc.g.Writable(); got != tc.want {

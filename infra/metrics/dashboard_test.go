@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 const dashboardPath = "../../deployments/grafana/checkpointd.json"
@@ -37,7 +37,7 @@ func knownMetrics(t *testing.T) map[string]dto.MetricType {
 	m.CheckpointSkipped("g", tp, "no_sync_yet")
 	m.RecordMalformed("t", 0, 0, nil)
 	m.GateOpened()
-	m.TargetResult("g", tp, groupsync.Committed, time.Now(), time.Now())
+	m.TargetResult("g", tp, targetgroup.Committed, time.Now(), time.Now())
 	m.ReaderRecord("t", 0, 1, 2)
 	for _, name := range PipelineGauges {
 		m.GaugeFunc(name, name, func() float64 { return 1 })

@@ -16,9 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/checkpointd/checkpointd/handlers"
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // Namespace prefixes every checkpointd metric.
@@ -85,8 +84,6 @@ type Metrics struct {
 	gauges map[string]prometheus.Collector // GaugeFunc collectors by name
 	router *routerMetrics
 }
-
-var _ handlers.Observer = (*Metrics)(nil)
 
 // New makes and registers the collectors.
 func New(cfg Config) *Metrics {
@@ -182,17 +179,17 @@ func (m *Metrics) RecordMalformed(topic string, _ int32, _ int64, _ error) {
 // GateOpened implements handlers.Observer.
 func (m *Metrics) GateOpened() { m.gate.Set(1) }
 
-// TargetResult is handlers.OffsetSyncerConfig.OnResult: the outcome of one
+// TargetResult implements handlers.Observer: the outcome of one
 // attempt to commit a checkpoint (recorded at checkpointAt, for a source
 // commit written at committedAt) into a target group partition. The
 // end-to-end delay is measured from committedAt, which the checkpoint
 // record carries in a header, so on whichever instance commits; a
 // checkpoint without it (written by MM2) is not measured. Nothing is kept
 // per (group, partition) here: at 100,000 pairs that cost 9 MB.
-func (m *Metrics) TargetResult(group string, tp messages.TopicPartition, reason groupsync.Reason, checkpointAt, committedAt time.Time) {
+func (m *Metrics) TargetResult(group string, tp messages.TopicPartition, reason targetgroup.Reason, checkpointAt, committedAt time.Time) {
 	g := m.group(group)
 	m.targetResult.WithLabelValues(g, string(reason)).Inc()
-	if reason != groupsync.Committed {
+	if reason != targetgroup.Committed {
 		return
 	}
 	now := time.Now()

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 func newTest(groupLabels bool) *Metrics {
@@ -106,8 +106,8 @@ func TestObserver(t *testing.T) {
 	// The commit stage: g1's partition commits (end-to-end measured from
 	// the source commit time in the checkpoint's header, 0.5s ago), g2's
 	// is active.
-	m.TargetResult("g2", tp, groupsync.ActiveOnTarget, time.Now(), time.Time{})
-	m.TargetResult("g1", tp, groupsync.Committed, time.Now().Add(-200*time.Millisecond), time.Now().Add(-500*time.Millisecond))
+	m.TargetResult("g2", tp, targetgroup.ActiveOnTarget, time.Now(), time.Time{})
+	m.TargetResult("g1", tp, targetgroup.Committed, time.Now().Add(-200*time.Millisecond), time.Now().Add(-500*time.Millisecond))
 	if got := toFloat64(m.targetResult.WithLabelValues("g1", "committed")); got != 1 {
 		t.Errorf("target_commits{g1,committed} = %v", got)
 	}
@@ -127,13 +127,13 @@ func TestObserver(t *testing.T) {
 	}
 	// A checkpoint without the header (one MM2 wrote) has no source commit
 	// time to measure from.
-	m.TargetResult("g1", tp, groupsync.Committed, time.Now(), time.Time{})
+	m.TargetResult("g1", tp, targetgroup.Committed, time.Now(), time.Time{})
 	if count, _ := histogram(t, m.reg, "checkpointd_end_to_end_delay_seconds", map[string]string{"group": "g1"}); count != 1 {
 		t.Errorf("end-to-end after a repeat commit: %d samples, want 1", count)
 	}
 	// A checkpoint emitted by another instance carries the source commit
 	// time in its header too: the instance that commits it measures from that.
-	m.TargetResult("g3", tp, groupsync.Committed, time.Now(), time.Now().Add(-300*time.Millisecond))
+	m.TargetResult("g3", tp, targetgroup.Committed, time.Now(), time.Now().Add(-300*time.Millisecond))
 	count, sum = histogram(t, m.reg, "checkpointd_end_to_end_delay_seconds", map[string]string{"group": "g3"})
 	if count != 1 || sum < 0.29 || sum > 5 {
 		t.Errorf("end-to-end{g3} from the header's commit time: count %d sum %.3f, want one sample of about 0.3s", count, sum)
@@ -156,7 +156,7 @@ func TestGroupLabelsOff(t *testing.T) {
 		committedAt := time.Now()
 		m.CheckpointEmitted(messages.Checkpoint{Group: g, TopicPartition: tp}, committedAt)
 		m.CheckpointSkipped(g, tp, "no_sync")
-		m.TargetResult(g, tp, groupsync.Committed, time.Now(), committedAt)
+		m.TargetResult(g, tp, targetgroup.Committed, time.Now(), committedAt)
 	}
 	if got := toFloat64(m.emitted.WithLabelValues("", "t")); got != 3 {
 		t.Errorf("emitted{group=\"\"} = %v, want 3", got)

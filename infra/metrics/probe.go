@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-
-	"github.com/checkpointd/checkpointd/handlers"
-	"github.com/checkpointd/checkpointd/messages"
 )
 
 // ClusterProbe checks that a Kafka cluster answers, for /readyz: one broker
@@ -162,47 +159,4 @@ func (p *ClusterProbe) closeClient() error {
 		return err
 	}
 	return nil
-}
-
-// Join makes one Observer of several; nil ones are left out.
-func Join(obs ...handlers.Observer) handlers.Observer {
-	var list multi
-	for _, o := range obs {
-		if o != nil {
-			list = append(list, o)
-		}
-	}
-	switch len(list) {
-	case 0:
-		return handlers.NopObserver{}
-	case 1:
-		return list[0]
-	}
-	return list
-}
-
-type multi []handlers.Observer
-
-func (m multi) CheckpointEmitted(cp messages.Checkpoint, committedAt time.Time) {
-	for _, o := range m {
-		o.CheckpointEmitted(cp, committedAt)
-	}
-}
-
-func (m multi) CheckpointSkipped(group string, tp messages.TopicPartition, reason string) {
-	for _, o := range m {
-		o.CheckpointSkipped(group, tp, reason)
-	}
-}
-
-func (m multi) RecordMalformed(topic string, partition int32, offset int64, err error) {
-	for _, o := range m {
-		o.RecordMalformed(topic, partition, offset, err)
-	}
-}
-
-func (m multi) GateOpened() {
-	for _, o := range m {
-		o.GateOpened()
-	}
 }

@@ -3,7 +3,7 @@
 // KIP-848), reads their committed offsets, tells which target partitions
 // exist, and commits offsets the way MirrorMaker 2's admin client does,
 // without joining the group. Every broker answer is classified per partition
-// into a groupsync.Reason.
+// into a targetgroup.Reason.
 package targetgroups
 
 import (

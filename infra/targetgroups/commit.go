@@ -8,9 +8,9 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/infra/kafkaerr"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // Offset is a translated offset to commit on the target.
@@ -21,7 +21,7 @@ type Offset struct {
 
 // PartitionResult is what became of one partition of a commit.
 type PartitionResult struct {
-	Reason groupsync.Reason
+	Reason targetgroup.Reason
 	Err    error // the broker's or the connection's error; nil when committed
 }
 
@@ -32,7 +32,7 @@ type CommitResult struct {
 }
 
 // Count returns how many partitions ended with reason.
-func (r CommitResult) Count(reason groupsync.Reason) int {
+func (r CommitResult) Count(reason targetgroup.Reason) int {
 	n := 0
 	for _, p := range r.Partitions {
 		if p.Reason == reason {
@@ -76,7 +76,7 @@ func (c *Client) Commit(ctx context.Context, group string, offsets map[messages.
 		for tp := range pending {
 			kerr, ok := resp.Errors[tp.Topic][tp.Partition]
 			if !ok {
-				res.Partitions[tp] = PartitionResult{Reason: groupsync.CommitFailed, Err: fmt.Errorf("%s: %w", tp, errNoAnswer)}
+				res.Partitions[tp] = PartitionResult{Reason: targetgroup.CommitFailed, Err: fmt.Errorf("%s: %w", tp, errNoAnswer)}
 				delete(pending, tp)
 				continue
 			}
@@ -92,7 +92,7 @@ func (c *Client) Commit(ctx context.Context, group string, offsets map[messages.
 		}
 	}
 	for tp := range pending {
-		res.Partitions[tp] = PartitionResult{Reason: groupsync.Retriable, Err: lastErr}
+		res.Partitions[tp] = PartitionResult{Reason: targetgroup.Retriable, Err: lastErr}
 	}
 	for _, p := range res.Partitions {
 		if errors.Is(p.Err, sarama.ErrGroupAuthorizationFailed) {
@@ -129,7 +129,7 @@ func partitionResult(group string, tp messages.TopicPartition, kerr sarama.KErro
 	reason := commitReason(kerr)
 	var err error
 	switch {
-	case reason == groupsync.Committed:
+	case reason == targetgroup.Committed:
 	case kerr == sarama.ErrGroupAuthorizationFailed:
 		err = kafkaerr.Needs(fmt.Errorf("commit offsets of group %q on the target: %w", group, kerr),
 			kafkaerr.Permission{Operation: "READ", ResourceType: "group", Name: group})

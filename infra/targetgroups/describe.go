@@ -7,8 +7,8 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/infra/kafkaerr"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // Group protocols as GroupState reports them.
@@ -20,7 +20,7 @@ const (
 // GroupState is a target group as its coordinator describes it.
 type GroupState struct {
 	Group string
-	// State is groupsync.StateEmpty, groupsync.StateNotFound, or the broker's
+	// State is targetgroup.StateEmpty, targetgroup.StateNotFound, or the broker's
 	// name for any other state (Stable, PreparingRebalance, Assigning, ...).
 	State    string
 	Protocol string // ProtocolClassic or ProtocolConsumer; "" when not found
@@ -34,8 +34,8 @@ type GroupState struct {
 }
 
 // Target is the state as the sync decision takes it.
-func (s GroupState) Target() groupsync.TargetGroup {
-	return groupsync.TargetGroup{State: s.State, Members: s.Members, DescribeErr: s.Err}
+func (s GroupState) Target() targetgroup.Group {
+	return targetgroup.Group{State: s.State, Members: s.Members, DescribeErr: s.Err}
 }
 
 func newGroupState(group, state, protocol string, members int) GroupState {
@@ -120,7 +120,7 @@ func (c *Client) describeClassicGroups(ctx context.Context, groups []string, out
 				out[d.GroupId] = classicGroupState(d)
 				errs[d.GroupId] = nil
 			case sarama.ErrGroupIDNotFound: // DescribeGroups v6+ says so for unknown groups
-				out[d.GroupId] = newGroupState(d.GroupId, groupsync.StateNotFound, "", 0)
+				out[d.GroupId] = newGroupState(d.GroupId, targetgroup.StateNotFound, "", 0)
 				errs[d.GroupId] = nil
 			default:
 				errs[d.GroupId] = describeError(d.GroupId, d.Err, nil)
@@ -137,7 +137,7 @@ func (c *Client) describeClassicGroups(ctx context.Context, groups []string, out
 // comes back as Dead with no members and no error.
 func classicGroupState(d *sarama.GroupDescription) GroupState {
 	if d.State == "Dead" && len(d.Members) == 0 {
-		return newGroupState(d.GroupId, groupsync.StateNotFound, "", 0)
+		return newGroupState(d.GroupId, targetgroup.StateNotFound, "", 0)
 	}
 	return newGroupState(d.GroupId, d.State, ProtocolClassic, len(d.Members))
 }

@@ -6,8 +6,8 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 func orders(p int32) messages.TopicPartition {
@@ -24,9 +24,9 @@ func TestClassicGroupState(t *testing.T) {
 		want GroupState
 	}{
 		{"unknown group is Dead without members", sarama.GroupDescription{GroupId: "g", State: "Dead"},
-			GroupState{Group: "g", State: groupsync.StateNotFound}},
+			GroupState{Group: "g", State: targetgroup.StateNotFound}},
 		{"simple group", sarama.GroupDescription{GroupId: "g", State: "Empty"},
-			GroupState{Group: "g", State: groupsync.StateEmpty, Protocol: ProtocolClassic}},
+			GroupState{Group: "g", State: targetgroup.StateEmpty, Protocol: ProtocolClassic}},
 		{"stable group", sarama.GroupDescription{GroupId: "g", State: "Stable", ProtocolType: "consumer", Members: member},
 			GroupState{Group: "g", State: "Stable", Protocol: ProtocolClassic, Members: 1, Active: true}},
 		{"rebalancing group", sarama.GroupDescription{GroupId: "g", State: "PreparingRebalance"},

@@ -6,7 +6,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // errStaleMemberEpoch is STALE_MEMBER_EPOCH (113), which sarama does not name:
@@ -38,28 +38,28 @@ func retryAtCoordinator(err error) bool {
 }
 
 // commitReason classifies a per-partition OffsetCommit error.
-func commitReason(kerr sarama.KError) groupsync.Reason {
+func commitReason(kerr sarama.KError) targetgroup.Reason {
 	switch kerr {
 	case sarama.ErrNoError:
-		return groupsync.Committed
+		return targetgroup.Committed
 	case sarama.ErrUnknownMemberId, sarama.ErrIllegalGeneration, sarama.ErrFencedInstancedId,
 		errStaleMemberEpoch,
 		// kfake answers a simple commit to an active KIP-848 group with
 		// UNSUPPORTED_VERSION where Kafka says UNKNOWN_MEMBER_ID. A real
 		// version mismatch never gets here: sarama refuses it before sending.
 		sarama.ErrUnsupportedVersion:
-		return groupsync.ActiveOnTarget
+		return targetgroup.ActiveOnTarget
 	case sarama.ErrNotCoordinatorForConsumer, sarama.ErrConsumerCoordinatorNotAvailable,
 		sarama.ErrOffsetsLoadInProgress, sarama.ErrRebalanceInProgress,
 		sarama.ErrRequestTimedOut, sarama.ErrNetworkException, sarama.ErrNotEnoughReplicas,
 		sarama.ErrNotEnoughReplicasAfterAppend, sarama.ErrKafkaStorageError:
-		return groupsync.Retriable
+		return targetgroup.Retriable
 	case sarama.ErrUnknownTopicOrPartition:
-		return groupsync.TargetTopicMissing
+		return targetgroup.TargetTopicMissing
 	case sarama.ErrTopicAuthorizationFailed, sarama.ErrGroupAuthorizationFailed:
-		return groupsync.Unauthorized
+		return targetgroup.Unauthorized
 	case sarama.ErrOffsetMetadataTooLarge:
-		return groupsync.MetadataTooLarge
+		return targetgroup.MetadataTooLarge
 	}
-	return groupsync.CommitFailed
+	return targetgroup.CommitFailed
 }

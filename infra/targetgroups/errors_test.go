@@ -8,28 +8,28 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 func TestCommitReason(t *testing.T) {
 	tests := []struct {
 		kerr sarama.KError
-		want groupsync.Reason
+		want targetgroup.Reason
 	}{
-		{sarama.ErrNoError, groupsync.Committed},
-		{sarama.ErrUnknownMemberId, groupsync.ActiveOnTarget},
-		{errStaleMemberEpoch, groupsync.ActiveOnTarget},
-		{sarama.ErrUnsupportedVersion, groupsync.ActiveOnTarget}, // kfake's answer for an active KIP-848 group
-		{sarama.ErrNotCoordinatorForConsumer, groupsync.Retriable},
-		{sarama.ErrConsumerCoordinatorNotAvailable, groupsync.Retriable},
-		{sarama.ErrOffsetsLoadInProgress, groupsync.Retriable},
-		{sarama.ErrRebalanceInProgress, groupsync.Retriable},
-		{sarama.ErrUnknownTopicOrPartition, groupsync.TargetTopicMissing},
-		{sarama.ErrTopicAuthorizationFailed, groupsync.Unauthorized},
-		{sarama.ErrGroupAuthorizationFailed, groupsync.Unauthorized},
-		{sarama.ErrOffsetMetadataTooLarge, groupsync.MetadataTooLarge},
-		{sarama.ErrInvalidCommitOffsetSize, groupsync.CommitFailed},
-		{sarama.ErrGroupIDNotFound, groupsync.CommitFailed}, // a share group
+		{sarama.ErrNoError, targetgroup.Committed},
+		{sarama.ErrUnknownMemberId, targetgroup.ActiveOnTarget},
+		{errStaleMemberEpoch, targetgroup.ActiveOnTarget},
+		{sarama.ErrUnsupportedVersion, targetgroup.ActiveOnTarget}, // kfake's answer for an active KIP-848 group
+		{sarama.ErrNotCoordinatorForConsumer, targetgroup.Retriable},
+		{sarama.ErrConsumerCoordinatorNotAvailable, targetgroup.Retriable},
+		{sarama.ErrOffsetsLoadInProgress, targetgroup.Retriable},
+		{sarama.ErrRebalanceInProgress, targetgroup.Retriable},
+		{sarama.ErrUnknownTopicOrPartition, targetgroup.TargetTopicMissing},
+		{sarama.ErrTopicAuthorizationFailed, targetgroup.Unauthorized},
+		{sarama.ErrGroupAuthorizationFailed, targetgroup.Unauthorized},
+		{sarama.ErrOffsetMetadataTooLarge, targetgroup.MetadataTooLarge},
+		{sarama.ErrInvalidCommitOffsetSize, targetgroup.CommitFailed},
+		{sarama.ErrGroupIDNotFound, targetgroup.CommitFailed}, // a share group
 	}
 	for _, tc := range tests {
 		if got := commitReason(tc.kerr); got != tc.want {
@@ -64,7 +64,7 @@ func TestRetryAtCoordinator(t *testing.T) {
 func TestPartitionResultNamesTheMissingACL(t *testing.T) {
 	tp := orders(3)
 	group := partitionResult("payments", tp, sarama.ErrGroupAuthorizationFailed)
-	if group.Reason != groupsync.Unauthorized || !errors.Is(group.Err, sarama.ErrGroupAuthorizationFailed) {
+	if group.Reason != targetgroup.Unauthorized || !errors.Is(group.Err, sarama.ErrGroupAuthorizationFailed) {
 		t.Fatalf("group auth: %+v", group)
 	}
 	if want := `(authorization: READ on group "payments" is needed)`; !contains(group.Err.Error(), want) {
@@ -74,7 +74,7 @@ func TestPartitionResultNamesTheMissingACL(t *testing.T) {
 	if want := `(authorization: READ on topic "src.orders" is needed)`; !contains(topic.Err.Error(), want) {
 		t.Errorf("topic auth error %q does not say %q", topic.Err, want)
 	}
-	if ok := partitionResult("payments", tp, sarama.ErrNoError); ok.Reason != groupsync.Committed || ok.Err != nil {
+	if ok := partitionResult("payments", tp, sarama.ErrNoError); ok.Reason != targetgroup.Committed || ok.Err != nil {
 		t.Errorf("no error: %+v", ok)
 	}
 }

@@ -17,12 +17,10 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/checkpointd/checkpointd/handlers"
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/infra/targetgroups"
 	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
-	"github.com/checkpointd/checkpointd/messages/envelope"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 func TestMain(m *testing.M) { os.Exit(kafkatest.RunMain(m)) }
@@ -86,8 +84,8 @@ func describeOne(t *testing.T, c *targetgroups.Client, group string) targetgroup
 	return s
 }
 
-func reasons(res targetgroups.CommitResult) map[messages.TopicPartition]groupsync.Reason {
-	out := make(map[messages.TopicPartition]groupsync.Reason, len(res.Partitions))
+func reasons(res targetgroups.CommitResult) map[messages.TopicPartition]targetgroup.Reason {
+	out := make(map[messages.TopicPartition]targetgroup.Reason, len(res.Partitions))
 	for tp, p := range res.Partitions {
 		out[tp] = p.Reason
 	}
@@ -98,7 +96,7 @@ func TestCommitIntoNewGroupCreatesSimpleGroup(t *testing.T) {
 	tg := newTarget(t)
 	group := kafkatest.UniqueName(t, "g")
 
-	if s := describeOne(t, tg.client, group); s.State != groupsync.StateNotFound || s.Active {
+	if s := describeOne(t, tg.client, group); s.State != targetgroup.StateNotFound || s.Active {
 		t.Fatalf("before any commit: %+v, want NotFound and not active", s)
 	}
 	offsets := map[messages.TopicPartition]targetgroups.Offset{
@@ -110,13 +108,13 @@ func TestCommitIntoNewGroupCreatesSimpleGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	for tp, p := range res.Partitions {
-		if p.Reason != groupsync.Committed || p.Err != nil {
+		if p.Reason != targetgroup.Committed || p.Err != nil {
 			t.Errorf("%s: %s %v, want committed", tp, p.Reason, p.Err)
 		}
 	}
 
 	s := describeOne(t, tg.client, group)
-	if s.State != groupsync.StateEmpty || s.Protocol != targetgroups.ProtocolClassic || s.Members != 0 || s.Active {
+	if s.State != targetgroup.StateEmpty || s.Protocol != targetgroups.ProtocolClassic || s.Members != 0 || s.Active {
 		t.Errorf("after commit: %+v, want an Empty classic group without members", s)
 	}
 	got, err := offsetsOf(t, tg.client, group)
@@ -151,14 +149,14 @@ func TestCommitIntoEmptyGroup(t *testing.T) {
 	group := kafkatest.UniqueName(t, "g")
 	tg.cluster.CommitOffsets(t, group, map[messages.TopicPartition]int64{tg.tp(0): 5, tg.tp(1): 50})
 
-	if s := describeOne(t, tg.client, group); s.State != groupsync.StateEmpty || s.Active {
+	if s := describeOne(t, tg.client, group); s.State != targetgroup.StateEmpty || s.Active {
 		t.Fatalf("%+v, want Empty", s)
 	}
 	res, err := tg.client.Commit(testContext(t), group, map[messages.TopicPartition]targetgroups.Offset{tg.tp(0): {Offset: 7}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res.Partitions[tg.tp(0)]; r.Reason != groupsync.Committed {
+	if r := res.Partitions[tg.tp(0)]; r.Reason != targetgroup.Committed {
 		t.Fatalf("commit into empty group: %s %v", r.Reason, r.Err)
 	}
 	got := tg.cluster.CommittedOffsets(t, group)
@@ -187,8 +185,8 @@ func TestCommitSkipsMissingTopicPartitionsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[messages.TopicPartition]groupsync.Reason{
-		tg.tp(0): groupsync.Committed, missingTopic: groupsync.TargetTopicMissing, missingPartition: groupsync.TargetTopicMissing,
+	want := map[messages.TopicPartition]targetgroup.Reason{
+		tg.tp(0): targetgroup.Committed, missingTopic: targetgroup.TargetTopicMissing, missingPartition: targetgroup.TargetTopicMissing,
 	}
 	if got := reasons(res); !equalReasons(got, want) {
 		t.Errorf("reasons %v, want %v", got, want)
@@ -218,10 +216,10 @@ func TestCommitMetadataTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res.Partitions[tg.tp(0)]; r.Reason != groupsync.MetadataTooLarge || !errors.Is(r.Err, sarama.ErrOffsetMetadataTooLarge) {
+	if r := res.Partitions[tg.tp(0)]; r.Reason != targetgroup.MetadataTooLarge || !errors.Is(r.Err, sarama.ErrOffsetMetadataTooLarge) {
 		t.Errorf("oversized metadata: %s %v", r.Reason, r.Err)
 	}
-	if r := res.Partitions[tg.tp(1)]; r.Reason != groupsync.Committed {
+	if r := res.Partitions[tg.tp(1)]; r.Reason != targetgroup.Committed {
 		t.Errorf("fine metadata: %s %v", r.Reason, r.Err)
 	}
 }
@@ -241,7 +239,7 @@ func TestActiveClassicGroupIsNotWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	for tp, p := range res.Partitions {
-		if p.Reason != groupsync.ActiveOnTarget || !errors.Is(p.Err, sarama.ErrUnknownMemberId) {
+		if p.Reason != targetgroup.ActiveOnTarget || !errors.Is(p.Err, sarama.ErrUnknownMemberId) {
 			t.Errorf("%s: %s %v, want active_on_target from UNKNOWN_MEMBER_ID", tp, p.Reason, p.Err)
 		}
 	}
@@ -277,7 +275,7 @@ func TestActiveConsumerProtocolGroupIsNotWritten(t *testing.T) {
 	}
 	for tp, p := range res.Partitions {
 		// Kafka looks the empty member id up before any version check.
-		if p.Reason != groupsync.ActiveOnTarget || !errors.Is(p.Err, sarama.ErrUnknownMemberId) {
+		if p.Reason != targetgroup.ActiveOnTarget || !errors.Is(p.Err, sarama.ErrUnknownMemberId) {
 			t.Errorf("%s: %s %v, want active_on_target from UNKNOWN_MEMBER_ID", tp, p.Reason, p.Err)
 		}
 	}
@@ -301,7 +299,7 @@ func TestDescribeManyGroupsAtOnce(t *testing.T) {
 	if len(states) != 3 {
 		t.Fatalf("got %d states, want 3: %v", len(states), states)
 	}
-	for group, want := range map[string]string{fresh: groupsync.StateNotFound, idle: groupsync.StateEmpty, busy: "Stable"} {
+	for group, want := range map[string]string{fresh: targetgroup.StateNotFound, idle: targetgroup.StateEmpty, busy: "Stable"} {
 		if s := states[group]; s.Err != nil || s.State != want {
 			t.Errorf("%s: %+v, want %s", group, s, want)
 		}
@@ -414,7 +412,7 @@ func TestConcurrentCommitsToOneCoordinatorOverlap(t *testing.T) {
 			res, err := c.Commit(testContext(t), g, map[messages.TopicPartition]targetgroups.Offset{
 				tp(0): {Offset: int64(i)}, tp(1): {Offset: int64(100 + i)},
 			})
-			if err == nil && res.Count(groupsync.Committed) != 2 {
+			if err == nil && res.Count(targetgroup.Committed) != 2 {
 				err = fmt.Errorf("%+v", res)
 			}
 			errs[i] = err
@@ -477,7 +475,7 @@ func TestConcurrentCommitsToOneCoordinatorOverlap(t *testing.T) {
 		t.Errorf("after Close: %+v, want none open", st)
 	}
 	// After Close commits go over the client's own connection.
-	if res, err := c.Commit(testContext(t), names[0], map[messages.TopicPartition]targetgroups.Offset{tp(0): {Offset: 2000}}); err != nil || res.Count(groupsync.Committed) != 1 {
+	if res, err := c.Commit(testContext(t), names[0], map[messages.TopicPartition]targetgroups.Offset{tp(0): {Offset: 2000}}); err != nil || res.Count(targetgroup.Committed) != 1 {
 		t.Errorf("commit after Close: %+v, %v", res, err)
 	}
 	if st := c.CommitConnections(); st.Opened != int64(len(conns0)) {
@@ -485,16 +483,16 @@ func TestConcurrentCommitsToOneCoordinatorOverlap(t *testing.T) {
 	}
 }
 
-// BenchmarkCommitManyGroups times the commit stage against the real
-// single-broker target: "commits" is 1,000 Commit calls into 1,000 fresh
-// groups (two partitions each) from 16 workers; "round" is one
-// OffsetSyncer.Round over 1,000 due groups (describe, offset fetch, topic
-// lookup, then the commits, 16 in flight). conns=0 sends every commit over
-// the client's one connection to the coordinator, as before the pool.
+// BenchmarkCommitManyGroups times commits against the real single-broker
+// target: 1,000 Commit calls into 1,000 fresh groups (two partitions each)
+// from 64 workers, as many as the commit stage's default concurrency.
+// conns=0 sends every commit over the client's one connection to the
+// coordinator, as before the pool. pipeline's BenchmarkSyncRound times a
+// whole commit-stage round on top of this client.
 //
 //	go test -run '^$' -bench CommitManyGroups -benchtime 3x ./infra/targetgroups/
 func BenchmarkCommitManyGroups(b *testing.B) {
-	const groups, workers = 1000, handlers.DefaultCommitConcurrency
+	const groups, workers = 1000, 64
 	bed := kafkatest.Shared(b)
 	topic := kafkatest.UniqueName(b, "orders")
 	bed.Target.CreateTopic(b, topic, 2, nil)
@@ -529,7 +527,7 @@ func BenchmarkCommitManyGroups(b *testing.B) {
 				for range workers {
 					wg.Go(func() {
 						for g := range next {
-							if res, err := c.Commit(b.Context(), g, offsets); err != nil || res.Count(groupsync.Committed) != len(offsets) {
+							if res, err := c.Commit(b.Context(), g, offsets); err != nil || res.Count(targetgroup.Committed) != len(offsets) {
 								failed.Add(1)
 							}
 						}
@@ -550,52 +548,6 @@ func BenchmarkCommitManyGroups(b *testing.B) {
 			}
 			b.ReportMetric(float64(groups)*float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 		})
-		b.Run(fmt.Sprintf("round/conns=%d", conns), func(b *testing.B) {
-			target := targetgroups.SyncTarget{Client: newClient(b)}
-			for b.Loop() {
-				b.StopTimer()
-				var committed atomic.Int32
-				s := handlers.NewOffsetSyncer(handlers.OffsetSyncerConfig{
-					Target: target, RetryInterval: time.Minute, Logger: slog.New(slog.DiscardHandler),
-					OnResult: func(_ string, _ messages.TopicPartition, r groupsync.Reason, _, _ time.Time) {
-						if r == groupsync.Committed {
-							committed.Add(1)
-						}
-					},
-				})
-				loadDue(b, s, freshGroups(), offsets)
-				b.StartTimer()
-				s.Round(b.Context(), time.Now())
-				b.StopTimer()
-				if n := s.Pending(); n != 0 || int(committed.Load()) != groups*len(offsets) {
-					b.Fatalf("after the round: %d groups pending, %d partitions committed, want 0 and %d", n, committed.Load(), groups*len(offsets))
-				}
-				b.StartTimer()
-			}
-		})
-	}
-}
-
-// loadDue hands s a caught-up replay of a checkpoint of offsets for every
-// group, so that all of them are due.
-func loadDue(b *testing.B, s *handlers.OffsetSyncer, groups []string, offsets map[messages.TopicPartition]targetgroups.Offset) {
-	b.Helper()
-	if err := s.HandleCheckpoint(envelope.NewControl(envelope.Assigned, "cp", 0)); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.HandleCheckpoint(envelope.NewControl(envelope.CaughtUp, "cp", 0)); err != nil {
-		b.Fatal(err)
-	}
-	var offset int64
-	for _, g := range groups {
-		for tp, o := range offsets {
-			cp := messages.Checkpoint{Group: g, TopicPartition: tp, UpstreamOffset: o.Offset + 5, DownstreamOffset: o.Offset}
-			msg := envelope.FromRecord(envelope.Record{Topic: "cp", Offset: offset, Timestamp: time.Now(), Key: cp.Key(), Value: cp.Value()})
-			offset++
-			if err := s.HandleCheckpoint(msg); err != nil {
-				b.Fatal(err)
-			}
-		}
 	}
 }
 
@@ -696,7 +648,7 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 	}
 }
 
-func equalReasons(a, b map[messages.TopicPartition]groupsync.Reason) bool {
+func equalReasons(a, b map[messages.TopicPartition]targetgroup.Reason) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/infra/targetgroups"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // These run on kfake, in -short runs too. kfake differs from Kafka where
@@ -71,17 +71,17 @@ func TestFakeNewGroup(t *testing.T) {
 	if err != nil || len(got) != 0 {
 		t.Fatalf("offsets of an unknown group: %v, %v; want none", got, err)
 	}
-	if s := describeOne(t, c, "new"); s.State != groupsync.StateNotFound || s.Active {
+	if s := describeOne(t, c, "new"); s.State != targetgroup.StateNotFound || s.Active {
 		t.Fatalf("unknown group: %+v", s)
 	}
 	res, err := c.Commit(testContext(t), "new", map[messages.TopicPartition]targetgroups.Offset{fakeTP(0): {Offset: 4, Metadata: "m"}})
-	if err != nil || res.Count(groupsync.Committed) != 1 {
+	if err != nil || res.Count(targetgroup.Committed) != 1 {
 		t.Fatalf("commit: %+v, %v", res, err)
 	}
 	if got, err := offsetsOf(t, c, "new"); err != nil || got[fakeTP(0)] != 4 {
 		t.Fatalf("offsets after commit: %v, %v", got, err)
 	}
-	if s := describeOne(t, c, "new"); s.State != groupsync.StateEmpty || s.Active {
+	if s := describeOne(t, c, "new"); s.State != targetgroup.StateEmpty || s.Active {
 		t.Fatalf("after commit: %+v, want Empty", s)
 	}
 }
@@ -96,7 +96,7 @@ func TestFakeActiveClassicGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := res.Partitions[fakeTP(0)]; p.Reason != groupsync.ActiveOnTarget || !errors.Is(p.Err, sarama.ErrUnknownMemberId) {
+	if p := res.Partitions[fakeTP(0)]; p.Reason != targetgroup.ActiveOnTarget || !errors.Is(p.Err, sarama.ErrUnknownMemberId) {
 		t.Fatalf("commit into active classic group: %s %v", p.Reason, p.Err)
 	}
 }
@@ -116,7 +116,7 @@ func TestFakeActiveConsumerProtocolGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := res.Partitions[fakeTP(0)]; p.Reason != groupsync.ActiveOnTarget || !errors.Is(p.Err, sarama.ErrUnsupportedVersion) {
+	if p := res.Partitions[fakeTP(0)]; p.Reason != targetgroup.ActiveOnTarget || !errors.Is(p.Err, sarama.ErrUnsupportedVersion) {
 		t.Fatalf("commit into active KIP-848 group: %s %v", p.Reason, p.Err)
 	}
 }
@@ -133,7 +133,7 @@ func TestFakeBrokerWithoutKIP848Describe(t *testing.T) {
 	if s := states["busy"]; s.Err != nil || s.State != "Stable" || s.Protocol != targetgroups.ProtocolClassic || !s.Active {
 		t.Errorf("busy: %+v", s)
 	}
-	if s := states["new"]; s.Err != nil || s.State != groupsync.StateNotFound || s.Active {
+	if s := states["new"]; s.Err != nil || s.State != targetgroup.StateNotFound || s.Active {
 		t.Errorf("new: %+v", s)
 	}
 }
@@ -160,15 +160,13 @@ func TestFakeDescribeFailureIsNeverNotFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := states["g"]
-	if !errors.Is(s.Err, sarama.ErrConsumerCoordinatorNotAvailable) || !s.Active || s.State == groupsync.StateNotFound {
+	if !errors.Is(s.Err, sarama.ErrConsumerCoordinatorNotAvailable) || !s.Active || s.State == targetgroup.StateNotFound {
 		t.Fatalf("failed describe: %+v", s)
 	}
-	if plan := groupsync.Decide(groupsync.Input{
-		Checkpoints: map[messages.TopicPartition]groupsync.Checkpoint{fakeTP(0): {Downstream: 1}},
-		Target:      s.Target(),
-		Existing:    map[messages.TopicPartition]bool{fakeTP(0): true},
-	}); plan.Skipped[fakeTP(0)] != groupsync.DescribeFailed {
-		t.Errorf("decision on a failed describe: %+v", plan)
+	// What the commit stage's decision rests on (groupsync skips a group
+	// with DescribeErr as describe_failed).
+	if g := s.Target(); g.DescribeErr == nil || g.Writable() {
+		t.Errorf("a failed describe must carry its error and not be writable: %+v", g)
 	}
 	if n := calls.Load(); n != 6 { // sarama's default Admin.Retry.Max is 5
 		t.Errorf("ConsumerGroupDescribe sent %d times, want 6", n)
@@ -183,7 +181,7 @@ func TestFakeCommitRetriesWhenCoordinatorMoved(t *testing.T) {
 		return offsetCommitAnswer(r.(*kmsg.OffsetCommitRequest), sarama.ErrNotCoordinatorForConsumer), nil, true
 	})
 	res, err := c.Commit(testContext(t), "moved", map[messages.TopicPartition]targetgroups.Offset{fakeTP(0): {Offset: 3}})
-	if err != nil || res.Count(groupsync.Committed) != 1 {
+	if err != nil || res.Count(targetgroup.Committed) != 1 {
 		t.Fatalf("commit after NOT_COORDINATOR: %+v, %v", res, err)
 	}
 }
@@ -199,7 +197,7 @@ func TestFakeGroupAuthorizationFailure(t *testing.T) {
 	if !errors.Is(err, sarama.ErrGroupAuthorizationFailed) || !strings.Contains(err.Error(), `READ on group "locked"`) {
 		t.Fatalf("error %v, want GROUP_AUTHORIZATION_FAILED naming READ on the group", err)
 	}
-	if n := res.Count(groupsync.Unauthorized); n != 2 {
+	if n := res.Count(targetgroup.Unauthorized); n != 2 {
 		t.Errorf("%d partitions unauthorized, want 2: %+v", n, res)
 	}
 }
@@ -246,7 +244,7 @@ func TestFakeOffsetsOfManyGroups(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cluster, _, _, c := fakeCluster(t, tc.opts...)
 			for group, offset := range map[string]int64{"a": 4, "b": 7} {
-				if res, err := c.Commit(testContext(t), group, map[messages.TopicPartition]targetgroups.Offset{fakeTP(1): {Offset: offset}}); err != nil || res.Count(groupsync.Committed) != 1 {
+				if res, err := c.Commit(testContext(t), group, map[messages.TopicPartition]targetgroups.Offset{fakeTP(1): {Offset: offset}}); err != nil || res.Count(targetgroup.Committed) != 1 {
 					t.Fatalf("commit %s: %+v, %v", group, res, err)
 				}
 			}
@@ -388,7 +386,7 @@ func fakeClient(t *testing.T, cluster *kfake.Cluster, opts ...targetgroups.Optio
 func commitOne(t *testing.T, c *targetgroups.Client, group string, offset int64) {
 	t.Helper()
 	res, err := c.Commit(testContext(t), group, map[messages.TopicPartition]targetgroups.Offset{fakeTP(0): {Offset: offset}})
-	if err != nil || res.Count(groupsync.Committed) != 1 {
+	if err != nil || res.Count(targetgroup.Committed) != 1 {
 		t.Fatalf("commit into %s: %+v, %v", group, res, err)
 	}
 }
@@ -521,7 +519,7 @@ func commitAtOnce(t *testing.T, cluster *kfake.Cluster, c *targetgroups.Client, 
 	for i, g := range groups {
 		wg.Go(func() {
 			res, err := c.Commit(testContext(t), g, map[messages.TopicPartition]targetgroups.Offset{fakeTP(0): {Offset: int64(i)}})
-			if err != nil || res.Count(groupsync.Committed) != 1 {
+			if err != nil || res.Count(targetgroup.Committed) != 1 {
 				t.Errorf("commit into %s: %+v, %v", g, res, err)
 			}
 		})
@@ -560,7 +558,7 @@ func TestFakeCommitFallsBackWhenConnectionsFail(t *testing.T) {
 	for i, g := range []string{"a", "b", "c"} {
 		wg.Go(func() {
 			res, err := c.Commit(testContext(t), g, map[messages.TopicPartition]targetgroups.Offset{fakeTP(0): {Offset: int64(i)}})
-			if err != nil || res.Count(groupsync.Committed) != 1 {
+			if err != nil || res.Count(targetgroup.Committed) != 1 {
 				t.Errorf("commit into %s: %+v, %v", g, res, err)
 			}
 		})

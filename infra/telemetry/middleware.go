@@ -11,12 +11,9 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/checkpointd/checkpointd/handlers"
+	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )
-
-// ScopeName is the instrumentation scope of checkpointd's spans.
-const ScopeName = handlers.TracerScope
 
 // Attribute keys of checkpointd's own span attributes.
 const (
@@ -38,7 +35,7 @@ func Middleware(tp trace.TracerProvider, groups map[string]string) message.Handl
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	tracer := tp.Tracer(ScopeName)
+	tracer := tp.Tracer(messages.TracerScope)
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			if _, _, _, ok := envelope.ControlOf(msg); ok {

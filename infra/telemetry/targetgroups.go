@@ -10,9 +10,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/checkpointd/checkpointd/handlers"
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // Attribute keys of the commit stage's admin spans.
@@ -32,14 +31,14 @@ const (
 // messaging.operation.type=settle, with the outcome per partition counted by
 // reason). The spans are children of the context the syncer passes, which is
 // its run loop's: each attempt starts a trace. The commit span links to the
-// span that wrote each checkpoint it commits (handlers.CommitLinks), as the
+// span that wrote each checkpoint it commits (targetgroup.CommitLinks), as the
 // messaging conventions ask of a batch.
-func TraceTargetGroups(inner handlers.TargetGroups, tp trace.TracerProvider) handlers.TargetGroups {
-	return tracedTarget{inner: inner, tracer: tp.Tracer(ScopeName)}
+func TraceTargetGroups(inner targetgroup.Groups, tp trace.TracerProvider) targetgroup.Groups {
+	return tracedTarget{inner: inner, tracer: tp.Tracer(messages.TracerScope)}
 }
 
 type tracedTarget struct {
-	inner  handlers.TargetGroups
+	inner  targetgroup.Groups
 	tracer trace.Tracer
 }
 
@@ -56,7 +55,7 @@ func end(span trace.Span, err error) {
 	span.End()
 }
 
-func (t tracedTarget) Describe(ctx context.Context, groups []string) (map[string]groupsync.TargetGroup, error) {
+func (t tracedTarget) Describe(ctx context.Context, groups []string) (map[string]targetgroup.Group, error) {
 	ctx, span := t.start(ctx, "DescribeGroups", nil, groupAttrs(groups)...)
 	out, err := t.inner.Describe(ctx, groups)
 	end(span, err)
@@ -110,14 +109,14 @@ func endBatch(span trace.Span, what string, failed map[string]error) {
 	span.End()
 }
 
-func (t tracedTarget) Commit(ctx context.Context, group string, offsets map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
-	ctx, span := t.start(ctx, "commit "+group, handlers.CommitLinks(ctx),
+func (t tracedTarget) Commit(ctx context.Context, group string, offsets map[messages.TopicPartition]targetgroup.Checkpoint) (map[messages.TopicPartition]targetgroup.Reason, error) {
+	ctx, span := t.start(ctx, "commit "+group, targetgroup.CommitLinks(ctx),
 		semconv.MessagingConsumerGroupName(group),
 		semconv.MessagingOperationTypeSettle,
 		semconv.MessagingOperationName("commit"),
 		semconv.MessagingBatchMessageCount(len(offsets)))
 	out, err := t.inner.Commit(ctx, group, offsets)
-	counts := make(map[groupsync.Reason]int)
+	counts := make(map[targetgroup.Reason]int)
 	for _, r := range out {
 		counts[r]++
 	}
@@ -127,10 +126,10 @@ func (t tracedTarget) Commit(ctx context.Context, group string, offsets map[mess
 	}
 	sort.Strings(reasons)
 	for _, r := range reasons {
-		span.SetAttributes(attribute.Int(ReasonKeyPrefix+r, counts[groupsync.Reason(r)]))
+		span.SetAttributes(attribute.Int(ReasonKeyPrefix+r, counts[targetgroup.Reason(r)]))
 	}
-	if err == nil && counts[groupsync.Committed] != len(offsets) {
-		span.SetStatus(codes.Error, strconv.Itoa(len(offsets)-counts[groupsync.Committed])+" partitions not committed")
+	if err == nil && counts[targetgroup.Committed] != len(offsets) {
+		span.SetStatus(codes.Error, strconv.Itoa(len(offsets)-counts[targetgroup.Committed])+" partitions not committed")
 	}
 	end(span, err)
 	return out, err

@@ -9,14 +9,13 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/checkpointd/checkpointd/handlers"
-	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 type fakeTarget struct{ describeErr error }
 
-func (f fakeTarget) Describe(_ context.Context, groups []string) (map[string]groupsync.TargetGroup, error) {
+func (f fakeTarget) Describe(_ context.Context, groups []string) (map[string]targetgroup.Group, error) {
 	return nil, f.describeErr
 }
 
@@ -35,12 +34,12 @@ func (fakeTarget) Offsets(_ context.Context, groups []string) (map[string]map[me
 func (fakeTarget) ExistingPartitions(context.Context, []string) (map[messages.TopicPartition]bool, map[string]error) {
 	return nil, nil
 }
-func (fakeTarget) Commit(_ context.Context, _ string, offsets map[messages.TopicPartition]groupsync.Checkpoint) (map[messages.TopicPartition]groupsync.Reason, error) {
-	out := make(map[messages.TopicPartition]groupsync.Reason)
+func (fakeTarget) Commit(_ context.Context, _ string, offsets map[messages.TopicPartition]targetgroup.Checkpoint) (map[messages.TopicPartition]targetgroup.Reason, error) {
+	out := make(map[messages.TopicPartition]targetgroup.Reason)
 	for tp := range offsets {
-		out[tp] = groupsync.Committed
+		out[tp] = targetgroup.Committed
 		if tp.Partition == 1 {
-			out[tp] = groupsync.TargetTopicMissing
+			out[tp] = targetgroup.TargetTopicMissing
 		}
 	}
 	return out, nil
@@ -57,7 +56,7 @@ func TestTraceTargetGroups(t *testing.T) {
 	_, _ = target.Offsets(ctx, []string{"g", "h", "locked"})
 	_, _ = target.ExistingPartitions(ctx, []string{"t"})
 	linked := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled, Remote: true})
-	_, _ = target.Commit(handlers.WithCommitLinks(ctx, []trace.Link{{SpanContext: linked}}), "g", map[messages.TopicPartition]groupsync.Checkpoint{
+	_, _ = target.Commit(targetgroup.WithCommitLinks(ctx, []trace.Link{{SpanContext: linked}}), "g", map[messages.TopicPartition]targetgroup.Checkpoint{
 		{Topic: "t", Partition: 0}: {Downstream: 3}, {Topic: "t", Partition: 1}: {Downstream: 4}, {Topic: "t", Partition: 2}: {Downstream: 5},
 	})
 	spans := rec.Ended()

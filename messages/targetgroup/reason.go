@@ -1,4 +1,4 @@
-package groupsync
+package targetgroup
 
 // Reason says what became of one (group, partition) in a sync round. The
 // values are stable: they label metrics and appear in logs.
