@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/cenkalti/backoff/v5"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -23,6 +24,9 @@ import (
 
 // DefaultOutboxBatch is how many checkpoints one publish call carries at most.
 const DefaultOutboxBatch = 2048
+
+// maxOutboxBackoff is the longest wait between two attempts at a batch.
+const maxOutboxBackoff = 10 * time.Second
 
 // Outbox holds the checkpoints decided and not yet written, at most one per
 // record key (group, downstream partition), and writes them in batches.
@@ -44,7 +48,7 @@ type Outbox struct {
 	maxBatch int
 	logger   *slog.Logger
 	wake     chan struct{}
-	backoff  time.Duration // first wait before a retry; it doubles up to 10 s
+	backoff  time.Duration // first wait before a retry; it doubles up to maxOutboxBackoff
 
 	mu      sync.Mutex
 	pending map[outboxKey]outboxEntry // by record key
@@ -318,7 +322,9 @@ func endSend(ctx context.Context, err error) {
 // fills. Before each retry, checkpoints replaced by a newer decision in the
 // meantime leave the batch; the newer ones go out in a later batch.
 func (o *Outbox) publish(ctx context.Context, batch []outgoing) {
-	backoff := retryBackoff{next: o.backoff, max: 10 * time.Second}
+	// Jitter: instances that lost the same broker do not retry in step.
+	bo := &backoff.ExponentialBackOff{InitialInterval: o.backoff, MaxInterval: maxOutboxBackoff,
+		Multiplier: 2, RandomizationFactor: 0.2}
 	msgs := make([]*message.Message, len(batch))
 	for attempt := 1; ; attempt++ {
 		msgs = msgs[:len(batch)]
@@ -351,7 +357,7 @@ func (o *Outbox) publish(ctx context.Context, batch []outgoing) {
 			}
 		}
 		select {
-		case <-time.After(backoff.step()):
+		case <-time.After(bo.NextBackOff()):
 		case <-ctx.Done():
 			o.giveBack(batch)
 			return
@@ -412,13 +418,4 @@ func (o *Outbox) giveBack(batch []outgoing) {
 	for _, ctx := range gone {
 		o.supersede(ctx)
 	}
-}
-
-// retryBackoff doubles a wait up to a ceiling.
-type retryBackoff struct{ next, max time.Duration }
-
-func (b *retryBackoff) step() time.Duration {
-	d := b.next
-	b.next = min(b.next*2, b.max)
-	return d
 }

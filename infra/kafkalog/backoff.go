@@ -2,33 +2,23 @@ package kafkalog
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 )
 
-// backoff is an exponential pause between retries, with jitter so that many
-// instances hitting the same broker error do not retry in step.
-type backoff struct {
-	min, max time.Duration
-	next     time.Duration
+// newBackoff paces retries after a failure to reach the cluster, the topic
+// or a partition: from min, doubling up to max, with ±20 % jitter so that
+// many instances hitting the same broker error do not retry in step. Reset
+// it after a success.
+func newBackoff(min, max time.Duration) *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: min, MaxInterval: max, Multiplier: 2, RandomizationFactor: 0.2}
 }
 
-func newBackoff(min, max time.Duration) *backoff {
-	return &backoff{min: min, max: max, next: min}
+// pause sleeps for the next pause of bo. It returns false if ctx ended first.
+func pause(ctx context.Context, bo backoff.BackOff) bool {
+	return sleep(ctx, bo.NextBackOff())
 }
-
-// wait sleeps for the current pause and doubles it. It returns false if ctx
-// ended first.
-func (b *backoff) wait(ctx context.Context) bool {
-	d := b.next
-	b.next = min(2*b.next, b.max)
-	// ±20 % jitter.
-	d += time.Duration((rand.Float64()*0.4 - 0.2) * float64(d))
-	return sleep(ctx, d)
-}
-
-// reset starts the pauses again from the shortest, after a success.
-func (b *backoff) reset() { b.next = b.min }
 
 // sleep pauses for d; it returns false if ctx ended first.
 func sleep(ctx context.Context, d time.Duration) bool {

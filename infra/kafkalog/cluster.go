@@ -43,7 +43,7 @@ func connect(ctx context.Context, cfg *ReaderConfig, saramaCfg *sarama.Config, l
 			}()
 			return nil
 		}
-		if !bo.wait(ctx) {
+		if !pause(ctx, bo) {
 			return nil
 		}
 	}
@@ -72,7 +72,7 @@ func awaitTopic(ctx context.Context, cfg *ReaderConfig, client sarama.Client, to
 			log.Warn("cannot read topic metadata", "error", err)
 			cfg.Hooks.failed(topic, fmt.Errorf("topic %s metadata: %w", topic, err))
 		}
-		if !bo.wait(ctx) {
+		if !pause(ctx, bo) {
 			return nil
 		}
 	}

@@ -106,7 +106,7 @@ func (s *logSubscription) bounds(ctx context.Context, client sarama.Client, part
 		}
 		s.log.Warn("cannot list partition offsets", "error", err)
 		s.cfg.Hooks.failed(s.topic, fmt.Errorf("list offsets: %w", err))
-		if !bo.wait(ctx) {
+		if !pause(ctx, bo) {
 			return nil, nil, false
 		}
 	}
@@ -144,12 +144,12 @@ func (s *logSubscription) readPartition(ctx context.Context, consumer sarama.Con
 		if err != nil {
 			log.Warn("cannot consume partition", "offset", offset, "error", err)
 			s.cfg.Hooks.failed(s.topic, fmt.Errorf("consume partition %d: %w", r.partition, err))
-			if !bo.wait(ctx) {
+			if !pause(ctx, bo) {
 				return
 			}
 			continue
 		}
-		bo.reset()
+		bo.Reset()
 		outOfRange, err := r.read(ctx, source{msgs: pc.Messages(), errs: pc.Errors(), hwm: pc.HighWaterMarkOffset}, -1)
 		_ = pc.Close()
 		if err != nil {
@@ -162,7 +162,7 @@ func (s *logSubscription) readPartition(ctx context.Context, consumer sarama.Con
 			log.Warn("partition consumer stopped, starting it again", "offset", r.next)
 			offset = r.next
 		}
-		if !bo.wait(ctx) {
+		if !pause(ctx, bo) {
 			return
 		}
 	}

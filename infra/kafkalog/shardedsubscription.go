@@ -67,7 +67,7 @@ func (s *shardedSubscription) run(ctx context.Context) {
 		}
 		switch {
 		case err == nil && time.Since(began) >= shortSession:
-			bo.reset() // a rebalance: join again at once
+			bo.Reset() // a rebalance: join again at once
 			continue
 		case err == nil:
 		case errors.Is(err, sarama.ErrUnknownTopicOrPartition):
@@ -78,7 +78,7 @@ func (s *shardedSubscription) run(ctx context.Context) {
 			s.fails.failed(s.log, "consumer group session failed", err)
 			s.cfg.Hooks.failed(s.topic, fmt.Errorf("consumer group %s: %w", s.cfg.GroupID, err))
 		}
-		if !bo.wait(ctx) {
+		if !pause(ctx, bo) {
 			return
 		}
 	}
@@ -172,7 +172,7 @@ func (s *shardedSubscription) claimBounds(ctx context.Context, p int32, log *slo
 		}
 		log.Warn("cannot list the partition's offsets", "error", err)
 		s.cfg.Hooks.failed(s.topic, fmt.Errorf("list offsets of partition %d: %w", p, err))
-		if !bo.wait(ctx) {
+		if !pause(ctx, bo) {
 			return 0, 0, false
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/cenkalti/backoff/v5"
 )
 
 // Client talks to the target cluster. It borrows the sarama client and never
@@ -74,13 +75,21 @@ func New(client sarama.Client, logger *slog.Logger, opts ...Option) (*Client, er
 	return c, nil
 }
 
-// pause waits before attempt number attempt (counted from 1), or returns the
-// context's error.
-func (c *Client) pause(ctx context.Context, attempt int) error {
+// retryBackoff paces the extra attempts of one call: Admin.Retry.Backoff
+// each, as sarama's admin waits, with ±20 % jitter so that calls that failed
+// together do not retry in step. One per call: it is not safe for
+// concurrent use.
+func (c *Client) retryBackoff() *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: c.backoff, MaxInterval: c.backoff, Multiplier: 1, RandomizationFactor: 0.2}
+}
+
+// pause waits the next pause of bo before attempt number attempt (counted
+// from 1; none before attempt 0), or returns the context's error.
+func (c *Client) pause(ctx context.Context, bo backoff.BackOff, attempt int) error {
 	if attempt == 0 || c.backoff <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(c.backoff)
+	t := time.NewTimer(bo.NextBackOff())
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

@@ -57,8 +57,9 @@ func (c *Client) Commit(ctx context.Context, group string, offsets map[messages.
 	res := CommitResult{Group: group, Partitions: make(map[messages.TopicPartition]PartitionResult, len(offsets))}
 	pending := maps.Clone(offsets)
 	var lastErr error
+	bo := c.retryBackoff()
 	for attempt := 0; len(pending) > 0 && attempt <= c.retries; attempt++ {
-		if err := c.pause(ctx, attempt); err != nil {
+		if err := c.pause(ctx, bo, attempt); err != nil {
 			lastErr = err
 			break
 		}

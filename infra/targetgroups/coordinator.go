@@ -22,8 +22,9 @@ type askFunc func(b *sarama.Broker, groups []string) (map[string]error, error)
 func (c *Client) eachCoordinator(ctx context.Context, groups []string, ask askFunc) map[string]error {
 	failed := make(map[string]error)
 	todo := groups
+	bo := c.retryBackoff()
 	for attempt := 0; len(todo) > 0; attempt++ {
-		if err := c.pause(ctx, attempt); err != nil {
+		if err := c.pause(ctx, bo, attempt); err != nil {
 			for _, g := range todo {
 				failed[g] = err
 			}
