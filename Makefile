@@ -75,7 +75,8 @@ fuzz:
 # Speed and memory benchmarks; the numbers are printed and kept in bin/bench.txt.
 bench:
 	@mkdir -p bin
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./messages/ ./handlers/translate/ ./handlers/ | tee bin/bench.txt
+	{ $(GO) test -run '^$$' -bench . -benchmem -count 1 ./messages/ ./handlers/translate/ ./handlers/ && \
+	  $(GO) test -run '^$$' -bench '^BenchmarkTracingOverhead$$' -benchmem -count 1 ./pipeline/; } | tee bin/bench.txt
 
 # End-to-end delay from a source commit to the target group, checkpointd vs
 # MirrorMaker 2 with 1 s and 60 s intervals, on real Kafka (about 5 minutes);

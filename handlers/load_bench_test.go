@@ -4,8 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/handlers/filter"
@@ -15,6 +18,15 @@ import (
 // BenchmarkOutboxEmit is the cost of handing one checkpoint to the outbox
 // while it writes to an in-memory publisher: the work done under the
 // decision lock per checkpoint (no tracing).
+// discardPublisher counts what the outbox publishes.
+type discardPublisher struct{ n atomic.Int64 }
+
+func (p *discardPublisher) Publish(_ string, msgs ...*message.Message) error {
+	p.n.Add(int64(len(msgs)))
+	return nil
+}
+func (p *discardPublisher) Close() error { return nil }
+
 func BenchmarkOutboxEmit(b *testing.B) {
 	for _, keys := range []int{1, 1000, 100_000} {
 		b.Run("keys="+strconv.Itoa(keys), func(b *testing.B) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -115,4 +116,12 @@ func TestTraceTargetGroups(t *testing.T) {
 	if spans[3].Status().Code.String() != "Error" {
 		t.Errorf("partly failed commit: status %v, want Error", spans[3].Status())
 	}
+}
+
+func attrMap(kvs []attribute.KeyValue) map[string]string {
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		out[string(kv.Key)] = kv.Value.Emit()
+	}
+	return out
 }

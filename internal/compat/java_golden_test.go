@@ -1,4 +1,4 @@
-package messages_test
+package compat_test
 
 import (
 	"bytes"
