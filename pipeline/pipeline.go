@@ -11,6 +11,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/handlers/filter"
@@ -369,7 +370,8 @@ func (p *Pipeline) filters() (filter.Matcher, filter.Matcher, error) {
 // (bounded by the routers' close timeout), connections close.
 func (p *Pipeline) Run(ctx context.Context) error {
 	defer p.close()
-	g, gctx := newGroup(ctx)
+	// The stages stop together: the first to fail cancels the others.
+	g, gctx := errgroup.WithContext(ctx)
 	outboxCtx, stopOutbox := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopOutbox()
 	outboxDone := make(chan struct{})
