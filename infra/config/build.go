@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net"
@@ -117,7 +118,7 @@ func build(s settings, rep *Report, bad map[string]bool, provided resolved) *Con
 	default:
 		r.invalid("connector.class", cls, "checkpointd replaces %s only", checkpointConnectorClass)
 	}
-	c.Name = cmpOr(r.str("name"), "checkpointd")
+	c.Name = cmp.Or(r.str("name"), "checkpointd")
 	if !r.boolean("enabled") {
 		rep.problem("enabled", "false", "the connector is disabled, so there is nothing to run")
 	}
@@ -281,18 +282,11 @@ func (r *reader) policy(sourceAlias string) messages.ReplicationPolicy {
 func (c *Config) separator() string {
 	switch p := c.Policy.(type) {
 	case messages.DefaultReplicationPolicy:
-		return cmpOr(p.Separator, messages.DefaultSeparator)
+		return cmp.Or(p.Separator, messages.DefaultSeparator)
 	case messages.IdentityReplicationPolicy:
 		return "" // remote topics keep their names
 	}
 	return ""
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // address reads host:port for a server to listen on; empty turns the server off.

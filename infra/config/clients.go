@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"net"
 	"slices"
@@ -165,7 +166,7 @@ func (c *Config) warnUnused(role Role, props map[string]clientProp, warned map[s
 			strings.HasPrefix(name, "sasl.") && proto != "SASL_PLAINTEXT" && proto != "SASL_SSL"
 		if unused && !warned[p.key] {
 			warned[p.key] = true
-			rep.warn(p.key, "", "unused: security.protocol for the %s clients is %s", role.side(), cmpOr(proto, "PLAINTEXT"))
+			rep.warn(p.key, "", "unused: security.protocol for the %s clients is %s", role.side(), cmp.Or(proto, "PLAINTEXT"))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -41,7 +42,7 @@ func (c *Config) Effective() []KeyValue {
 		if isSecret(k) && v != "" {
 			v = Redacted
 		}
-		origin := cmpOr(origins[k], "default")
+		origin := cmp.Or(origins[k], "default")
 		if refs := c.provided[k]; len(refs) > 0 {
 			origin += " via " + strings.Join(refs, ", ")
 		}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -57,9 +58,9 @@ func oauthConfig(sc *sarama.Config, p props, e jaasEntry) error {
 	// The JAAS options win over the client properties Kafka 4.1 added for them (KIP-1139).
 	tp := &tokenProvider{
 		endpoint:     endpoint,
-		clientID:     cmpOr(e.options["clientId"], strings.TrimSpace(p["sasl.oauthbearer.client.credentials.client.id"].value)),
-		clientSecret: cmpOr(e.options["clientSecret"], p["sasl.oauthbearer.client.credentials.client.secret"].value),
-		scope:        cmpOr(e.options["scope"], strings.TrimSpace(p["sasl.oauthbearer.scope"].value)),
+		clientID:     cmp.Or(e.options["clientId"], strings.TrimSpace(p["sasl.oauthbearer.client.credentials.client.id"].value)),
+		clientSecret: cmp.Or(e.options["clientSecret"], p["sasl.oauthbearer.client.credentials.client.secret"].value),
+		scope:        cmp.Or(e.options["scope"], strings.TrimSpace(p["sasl.oauthbearer.scope"].value)),
 		window:       0.8, timeout: 10 * time.Second, now: time.Now,
 	}
 	if tp.clientID == "" || tp.clientSecret == "" {

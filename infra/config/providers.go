@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -204,7 +205,7 @@ func newProvider(s settings, alias string, env []string) (provider, error) {
 		if err := allowedParam(allowlistParam); err != nil {
 			return nil, err
 		}
-		pattern := cmpOr(params[allowlistParam], ".*")
+		pattern := cmp.Or(params[allowlistParam], ".*")
 		re, err := regexp.Compile(`^(?:` + pattern + `)$`)
 		if err != nil {
 			return nil, bad(allowlistParam, "not a regular expression: %v", err)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/IBM/sarama"
@@ -30,7 +31,7 @@ func saslConfig(sc *sarama.Config, p props) error {
 		sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
 		sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA512} }
 	case "", "GSSAPI":
-		return &clientError{key: cmpOr(p["sasl.mechanism"].key, p["security.protocol"].key), value: p["sasl.mechanism"].value,
+		return &clientError{key: cmp.Or(p["sasl.mechanism"].key, p["security.protocol"].key), value: p["sasl.mechanism"].value,
 			msg: "Kerberos (GSSAPI, Kafka's default mechanism) is not supported: set sasl.mechanism to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"}
 	case "OAUTHBEARER":
 	default:

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -221,7 +222,7 @@ func keystore(p props) (*tls.Certificate, error) {
 		return nil, p.invalid("ssl.keystore.location", "a %s keystore needs ssl.keystore.password (Kafka requires it too)", format)
 	}
 	storePass := p["ssl.keystore.password"].value
-	keyPass := cmpOr(p["ssl.key.password"].value, storePass) // Kafka's default: the store's password
+	keyPass := cmp.Or(p["ssl.key.password"].value, storePass) // Kafka's default: the store's password
 	var cert *tls.Certificate
 	if format == "JKS" {
 		cert, err = jksKeyPair(data, storePass, keyPass)
