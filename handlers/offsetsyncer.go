@@ -11,7 +11,6 @@ import (
 	"unique"
 
 	"github.com/ThreeDotsLabs/watermill/message"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -38,6 +37,9 @@ type OffsetSyncerConfig struct {
 	BatchSize int
 	// CommitConcurrency bounds the commits in flight at once, one group each.
 	CommitConcurrency int
+	// Propagator reads the trace context a checkpoint record carries, for
+	// the commit span's links. Nil: W3C Trace Context.
+	Propagator propagation.TextMapPropagator
 	// Observer hears the outcome of every (group, partition) attempt
 	// (Observer.TargetResult). Nil: NopObserver.
 	Observer Observer
@@ -121,6 +123,9 @@ func NewOffsetSyncer(cfg OffsetSyncerConfig) *OffsetSyncer {
 	if cfg.Observer == nil {
 		cfg.Observer = NopObserver{}
 	}
+	if cfg.Propagator == nil {
+		cfg.Propagator = propagation.TraceContext{}
+	}
 	return &OffsetSyncer{cfg: cfg, wake: make(chan struct{}, 1), pending: make(map[string]*pendingGroup)}
 }
 
@@ -189,7 +194,7 @@ func (s *OffsetSyncer) queueCheckpoint(ctx context.Context, rec envelope.Record,
 	// The context of the span that wrote the checkpoint (its creation
 	// context), which the commit span links to.
 	if sc := trace.SpanContextFromContext(
-		otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(headers))); sc.IsValid() {
+		s.cfg.Propagator.Extract(context.Background(), propagation.MapCarrier(headers))); sc.IsValid() {
 		pc.trace = &sc
 	}
 	if ms, err := strconv.ParseInt(headers[envelope.HeaderCommitTime], 10, 64); err == nil && ms > 0 {

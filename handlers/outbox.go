@@ -11,7 +11,6 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/cenkalti/backoff/v5"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -47,6 +46,7 @@ type Outbox struct {
 	topic    string
 	maxBatch int
 	logger   *slog.Logger
+	prop     propagation.TextMapPropagator // writes the send span's context into the record
 	wake     chan struct{}
 	backoff  time.Duration // first wait before a retry; it doubles up to maxOutboxBackoff
 
@@ -96,20 +96,39 @@ type OutboxStats struct {
 	Failures   int64 // publish calls that failed (and were retried)
 }
 
+// OutboxOption configures an Outbox.
+type OutboxOption func(*Outbox)
+
+// WithPropagator sets how a checkpoint record carries its trace context
+// (W3C Trace Context when not given): the pipeline passes the one its tracing
+// was set up with.
+func WithPropagator(p propagation.TextMapPropagator) OutboxOption {
+	return func(o *Outbox) {
+		if p != nil {
+			o.prop = p
+		}
+	}
+}
+
 // NewOutbox makes an outbox for topic that publishes at most maxBatch
 // checkpoints per call (DefaultOutboxBatch when maxBatch ≤ 0).
-func NewOutbox(pub message.Publisher, topic string, maxBatch int, logger *slog.Logger) *Outbox {
+func NewOutbox(pub message.Publisher, topic string, maxBatch int, logger *slog.Logger, opts ...OutboxOption) *Outbox {
 	if logger == nil {
 		logger = slog.Default()
 	}
 	if maxBatch <= 0 {
 		maxBatch = DefaultOutboxBatch
 	}
-	return &Outbox{
+	o := &Outbox{
 		pub: pub, topic: topic, maxBatch: maxBatch, logger: logger, backoff: 100 * time.Millisecond,
 		wake:    make(chan struct{}, 1),
 		pending: make(map[outboxKey]outboxEntry),
+		prop:    propagation.TraceContext{},
 	}
+	for _, opt := range opts {
+		opt(o)
+	}
+	return o
 }
 
 // Emit queues a checkpoint, replacing one of the same key not yet written;
@@ -152,7 +171,7 @@ func (o *Outbox) Emit(ctx context.Context, cp messages.Checkpoint, committedAt t
 // message makes the record of the checkpoint queued under key: key and
 // value as MM2 writes them, the commit time and the send span's trace
 // context as headers.
-func (e outboxEntry) message(key outboxKey) *message.Message {
+func (e outboxEntry) message(key outboxKey, prop propagation.TextMapPropagator) *message.Message {
 	cp := messages.Checkpoint{Group: key.group, TopicPartition: key.tp,
 		UpstreamOffset: e.upstream, DownstreamOffset: e.downstream, Metadata: e.metadata}
 	msg := message.NewMessage(cp.Group+"/"+cp.TopicPartition.String()+"/"+strconv.FormatInt(cp.UpstreamOffset, 10), cp.Value())
@@ -161,7 +180,7 @@ func (e outboxEntry) message(key outboxKey) *message.Message {
 		msg.Metadata.Set(envelope.HeaderCommitTime, strconv.FormatInt(e.committedAt, 10))
 	}
 	if e.ctx != nil {
-		otel.GetTextMapPropagator().Inject(e.ctx, propagation.MapCarrier(msg.Metadata))
+		prop.Inject(e.ctx, propagation.MapCarrier(msg.Metadata))
 		msg.SetContext(e.ctx)
 	}
 	return msg
@@ -269,7 +288,7 @@ func (o *Outbox) take() []outgoing {
 	o.flying = n
 	o.mu.Unlock()
 	for i := range batch {
-		batch[i].msg = batch[i].entry.message(batch[i].key)
+		batch[i].msg = batch[i].entry.message(batch[i].key, o.prop)
 	}
 	return batch
 }

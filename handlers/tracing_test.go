@@ -384,3 +384,36 @@ func TestCheckpointDecidedLaterContinuesTheCommitsTrace(t *testing.T) {
 		})
 	}
 }
+
+// markPropagator writes one header of its own, to show which propagator
+// wrote a record's trace context.
+type markPropagator struct{ propagation.TraceContext }
+
+func (m markPropagator) Inject(ctx context.Context, c propagation.TextMapCarrier) {
+	m.TraceContext.Inject(ctx, c)
+	c.Set("x-propagated-by", "mark")
+}
+
+// TestOutboxUsesTheGivenPropagator: the record carries the context in the
+// form of the propagator the outbox was handed, not the global one.
+func TestOutboxUsesTheGivenPropagator(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
+	pub := &capturePublisher{got: make(chan struct{}, 1)}
+	o := NewOutbox(pub, "cps", 4, slog.New(slog.DiscardHandler), WithPropagator(markPropagator{}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- o.Run(ctx, time.Second) }()
+	spanCtx, span := tracer.Start(context.Background(), "process __consumer_offsets")
+	o.Emit(spanCtx, cp("g", 10, 5), time.Time{})
+	span.End()
+	<-pub.got
+	cancel()
+	<-done
+	if got := pub.msgs[0].Metadata.Get("x-propagated-by"); got != "mark" {
+		t.Errorf("x-propagated-by %q, want mark: the outbox did not use the propagator it was given", got)
+	}
+	if pub.msgs[0].Metadata.Get("traceparent") == "" {
+		t.Error("no traceparent")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/checkpointd/checkpointd/handlers"
@@ -26,6 +27,7 @@ type options struct {
 	commitHook         func(*message.Router)
 	metrics            *metrics.Metrics
 	tracer             trace.TracerProvider
+	propagator         propagation.TextMapPropagator
 }
 
 type namedHandler struct {
@@ -88,3 +90,10 @@ func WithMetrics(m *metrics.Metrics) Option { return func(o *options) { o.metric
 // the record's headers; checkpoints carry it on. The commit stage's admin
 // calls on the target get CLIENT spans. Without it nothing is traced.
 func WithTracing(tp trace.TracerProvider) Option { return func(o *options) { o.tracer = tp } }
+
+// WithPropagator sets how records carry their trace context, in and out:
+// what the tracing setup uses (infra/telemetry/otlp's Tracing.Propagator).
+// Without it, W3C Trace Context.
+func WithPropagator(prop propagation.TextMapPropagator) Option {
+	return func(o *options) { o.propagator = prop }
+}

@@ -132,7 +132,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	p.closers = append(p.closers, pub.Close)
 	target := clusterName("target", p.cfg.TargetAlias)
 	pub = healthPublisher{Publisher: pub, stage: p.health.Stage(StageCheckpointWriter, target, readerRetryGap)}
-	p.outbox = handlers.NewOutbox(pub, topics.Checkpoints, handlers.DefaultOutboxBatch, log)
+	p.outbox = handlers.NewOutbox(pub, topics.Checkpoints, handlers.DefaultOutboxBatch, log, handlers.WithPropagator(p.opts.propagator))
 
 	observer := p.observer()
 
@@ -305,6 +305,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			// its request ready when one frees up.
 			CommitConcurrency: 2 * conns,
 			Observer:          p.observer(),
+			Propagator:        p.opts.propagator,
 			Logger:            p.logger,
 		})
 		// The commit stage takes checkpoints in batches (each record with
@@ -343,7 +344,7 @@ func (p *Pipeline) newRouter(name string, extra []message.HandlerMiddleware) (*m
 	}
 	r.AddMiddleware(middleware.Recoverer)
 	if p.opts.tracer != nil {
-		r.AddMiddleware(telemetry.Middleware(p.opts.tracer, p.traceGroups))
+		r.AddMiddleware(telemetry.Middleware(p.opts.tracer, p.opts.propagator, p.traceGroups))
 	}
 	r.AddMiddleware(extra...)
 	return r, nil

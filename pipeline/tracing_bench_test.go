@@ -83,7 +83,7 @@ func benchTranslate(b *testing.B, tp *sdktrace.TracerProvider) {
 		if tp == nil {
 			return f
 		}
-		return telemetry.Middleware(tp, map[string]string{})(f)
+		return telemetry.Middleware(tp, nil, map[string]string{})(f)
 	}
 	index, translate := wrap(c.HandleOffsetSync), wrap(c.HandleSourceCommit)
 

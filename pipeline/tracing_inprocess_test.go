@@ -111,7 +111,7 @@ func TestCheckpointCarriesSendSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	router.AddMiddleware(telemetry.Middleware(tp, map[string]string{"translate_commits": "checkpointd"}))
+	router.AddMiddleware(telemetry.Middleware(tp, nil, map[string]string{"translate_commits": "checkpointd"}))
 	router.AddConsumerHandler("translate_commits", "in", in, func(m *message.Message) error {
 		err := dispatch(m)
 		handled <- err

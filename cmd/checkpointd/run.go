@@ -103,7 +103,7 @@ func runService(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 	}()
 	if tracing.Enabled() {
-		opts = append(opts, pipeline.WithTracing(tracing.TracerProvider()))
+		opts = append(opts, pipeline.WithTracing(tracing.TracerProvider()), pipeline.WithPropagator(tracing.Propagator()))
 	}
 
 	// Metrics and health are served from the start: alive while connecting,

@@ -30,10 +30,14 @@ const (
 // groups maps a handler name to the consumer group its reader uses; handlers
 // reading without a group are not in it. Reader control messages
 // (envelope.ControlOf) are not records and pass untraced. A nil tp means the
-// global provider.
-func Middleware(tp trace.TracerProvider, groups map[string]string) message.HandlerMiddleware {
+// global provider; prop reads the records' trace context, W3C Trace Context
+// when nil.
+func Middleware(tp trace.TracerProvider, prop propagation.TextMapPropagator, groups map[string]string) message.HandlerMiddleware {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
+	}
+	if prop == nil {
+		prop = propagation.TraceContext{}
 	}
 	tracer := tp.Tracer(messages.TracerScope)
 	return func(h message.HandlerFunc) message.HandlerFunc {
@@ -41,7 +45,7 @@ func Middleware(tp trace.TracerProvider, groups map[string]string) message.Handl
 			if _, _, _, ok := envelope.ControlOf(msg); ok {
 				return h(msg)
 			}
-			ctx := otel.GetTextMapPropagator().Extract(msg.Context(), propagation.MapCarrier(msg.Metadata))
+			ctx := prop.Extract(msg.Context(), propagation.MapCarrier(msg.Metadata))
 			topic := msg.Metadata.Get(envelope.MetaTopic)
 			if topic == "" {
 				topic = message.SubscribeTopicFromCtx(ctx)

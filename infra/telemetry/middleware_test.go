@@ -22,7 +22,7 @@ func TestMiddlewareWithoutTraceContext(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	var seen trace.SpanContext
-	h := Middleware(tp, nil)(func(m *message.Message) ([]*message.Message, error) {
+	h := Middleware(tp, nil, nil)(func(m *message.Message) ([]*message.Message, error) {
 		seen = trace.SpanContextFromContext(m.Context())
 		return nil, errors.New("boom")
 	})

@@ -36,8 +36,13 @@ type Options struct {
 // Tracing is the configured tracing: a tracer provider that exports, or
 // none when tracing is off.
 type Tracing struct {
-	tp *sdktrace.TracerProvider // nil when off
+	tp   *sdktrace.TracerProvider // nil when off
+	prop propagation.TextMapPropagator
 }
+
+// Propagator is how records carry trace context: W3C Trace Context and
+// Baggage, whether tracing is on or off.
+func (t *Tracing) Propagator() propagation.TextMapPropagator { return t.prop }
 
 // Enabled reports whether spans are recorded and exported.
 func (t *Tracing) Enabled() bool { return t != nil && t.tp != nil }
@@ -86,7 +91,10 @@ func Setup(ctx context.Context, o Options) (*Tracing, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	// Installed globally too, for the handlers users plug into the router;
+	// checkpointd's own code is handed it (Tracing.Propagator).
+	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	otel.SetTextMapPropagator(prop)
 
 	on, err := enabled(getenv)
 	if err != nil {
@@ -94,7 +102,7 @@ func Setup(ctx context.Context, o Options) (*Tracing, error) {
 	}
 	if !on {
 		o.Logger.Debug("tracing off: no OTEL_TRACES_EXPORTER and no OTLP endpoint set")
-		return &Tracing{}, nil
+		return &Tracing{prop: prop}, nil
 	}
 	protocol := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"))
 	if protocol == "" {
@@ -135,7 +143,7 @@ func Setup(ctx context.Context, o Options) (*Tracing, error) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
 	o.Logger.Info("tracing on", "exporter", "otlp", "protocol", protocol)
-	return &Tracing{tp: tp}, nil
+	return &Tracing{tp: tp, prop: prop}, nil
 }
 
 func enabled(getenv func(string) string) (bool, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,9 @@ func TestSetupOff(t *testing.T) {
 		if tr.Enabled() || tr.TracerProvider() != nil {
 			t.Errorf("%v: tracing on, want off", env)
 		}
+		if tr.Propagator() == nil {
+			t.Errorf("%v: no propagator with tracing off", env)
+		}
 	}
 	if _, err := Setup(context.Background(), Options{Getenv: func(k string) string {
 		return map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}[k]
@@ -46,6 +50,10 @@ func TestSetupOn(t *testing.T) {
 	}
 	if !tr.Enabled() {
 		t.Fatal("tracing off with an OTLP endpoint set")
+	}
+	// Checkpoint records carry W3C context through the handed-in propagator.
+	if fields := tr.Propagator().Fields(); !slices.Contains(fields, "traceparent") || !slices.Contains(fields, "baggage") {
+		t.Errorf("propagator fields %v, want traceparent and baggage", fields)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
