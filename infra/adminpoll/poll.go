@@ -9,6 +9,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/checkpointd/checkpointd/infra/kafkaproto"
 	"github.com/checkpointd/checkpointd/messages"
 )
 
@@ -67,7 +68,7 @@ func (p *poller) listGroups() ([]string, error) {
 				errs[i] = fmt.Errorf("list groups on broker %d: %w", b.ID(), err)
 				return
 			}
-			resp, err := b.ListGroups(&sarama.ListGroupsRequest{Version: listGroupsVersion(conf.Version)})
+			resp, err := b.ListGroups(&sarama.ListGroupsRequest{Version: kafkaproto.ListGroups(conf.Version)})
 			switch {
 			case err != nil:
 				errs[i] = fmt.Errorf("list groups on broker %d: %w", b.ID(), err)
@@ -89,23 +90,6 @@ func (p *poller) listGroups() ([]string, error) {
 	}
 	slices.Sort(groups)
 	return slices.Compact(groups), errors.Join(errs...)
-}
-
-// listGroupsVersion is the ListGroups version sarama's own admin picks.
-func listGroupsVersion(v sarama.KafkaVersion) int16 {
-	switch {
-	case v.IsAtLeast(sarama.V3_8_0_0):
-		return 5
-	case v.IsAtLeast(sarama.V2_6_0_0):
-		return 4
-	case v.IsAtLeast(sarama.V2_4_0_0):
-		return 3
-	case v.IsAtLeast(sarama.V2_0_0_0):
-		return 2
-	case v.IsAtLeast(sarama.V0_11_0_0):
-		return 1
-	}
-	return 0
 }
 
 // fetch reads the committed offsets of a batch of groups into res. If the

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/IBM/sarama"
+
+	"github.com/checkpointd/checkpointd/infra/kafkaproto"
 )
 
 // probeBytes bounds one probe fetch. Brokers return at least one whole batch
@@ -35,7 +37,7 @@ func (t tailProbe) firstDeliverable(topic string, partition int32, from, limit i
 			return from, fmt.Errorf("leader of partition %d: %w", partition, err)
 		}
 		req := &sarama.FetchRequest{
-			Version:  fetchVersion(cfg.Version),
+			Version:  kafkaproto.Fetch(cfg.Version),
 			MaxBytes: probeBytes,
 		}
 		if req.Version >= 4 {
@@ -111,21 +113,4 @@ func scanDeliverable(block *sarama.FetchResponseBlock, isolation sarama.Isolatio
 		scanned = max(scanned, b.LastOffset()+1)
 	}
 	return -1, scanned
-}
-
-// fetchVersion picks the Fetch request version for a protocol version, as
-// sarama's consumer does. sarama clamps it to what the broker supports.
-func fetchVersion(v sarama.KafkaVersion) int16 {
-	switch {
-	case v.IsAtLeast(sarama.V2_7_0_0):
-		return 12
-	case v.IsAtLeast(sarama.V2_3_0_0):
-		return 11
-	case v.IsAtLeast(sarama.V2_1_0_0):
-		return 10
-	case v.IsAtLeast(sarama.V1_1_0_0):
-		return 7
-	default:
-		return 5
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/checkpointd/checkpointd/infra/kafkaerr"
+	"github.com/checkpointd/checkpointd/infra/kafkaproto"
 	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
@@ -107,7 +108,7 @@ func (c *Client) describeClassicGroups(ctx context.Context, groups []string, out
 	if len(groups) == 0 {
 		return
 	}
-	version := describeGroupsVersion(c.client.Config().Version)
+	version := kafkaproto.DescribeGroups(c.client.Config().Version)
 	failed := c.eachCoordinator(ctx, groups, func(b *sarama.Broker, gs []string) (map[string]error, error) {
 		resp, err := b.DescribeGroups(&sarama.DescribeGroupsRequest{Version: version, Groups: gs})
 		if err != nil {
@@ -140,22 +141,6 @@ func classicGroupState(d *sarama.GroupDescription) GroupState {
 		return newGroupState(d.GroupId, targetgroup.StateNotFound, "", 0)
 	}
 	return newGroupState(d.GroupId, d.State, ProtocolClassic, len(d.Members))
-}
-
-// describeGroupsVersion is the highest DescribeGroups version sarama speaks
-// for the configured Kafka version, as its own admin picks it.
-func describeGroupsVersion(v sarama.KafkaVersion) int16 {
-	switch {
-	case v.IsAtLeast(sarama.V2_4_0_0):
-		return 5
-	case v.IsAtLeast(sarama.V2_3_0_0):
-		return 3
-	case v.IsAtLeast(sarama.V2_0_0_0):
-		return 2
-	case v.IsAtLeast(sarama.V1_1_0_0):
-		return 1
-	}
-	return 0
 }
 
 func describeError(group string, kerr sarama.KError, msg *string) error {
