@@ -11,7 +11,7 @@ import (
 
 	"github.com/checkpointd/checkpointd/infra/health"
 	"github.com/checkpointd/checkpointd/infra/kafkaerr"
-	"github.com/checkpointd/checkpointd/infra/kafkalog"
+	"github.com/checkpointd/checkpointd/infra/metrics"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
@@ -33,25 +33,31 @@ const readerRetryGap = 10 * time.Second
 // clusterName names a cluster by its role and alias, e.g. `target "us"`.
 func clusterName(role, alias string) string { return fmt.Sprintf("%s %q", role, alias) }
 
-// stageHooks feed a reader's records and failures to its stage and, if any,
-// the metrics. group is the reader's consumer group ("" for none): an
+// stageObserver feeds a reader's records and failures to its stage and, if
+// any, the metrics. group is the reader's consumer group ("" for none): an
 // authorization failure names READ on the topic read, or on the group.
-func (p *Pipeline) stageHooks(stage *health.Stage, group string) kafkalog.Hooks {
-	h := kafkalog.Hooks{
-		OnError: func(topic string, err error) { stage.Failure(readNeeds(err, topic, group)) },
-		OnReady: func(string) { stage.Success() },
-	}
-	if p.opts.metrics != nil {
-		onRecord := p.opts.metrics.ReaderRecord
-		h.OnRecord = func(topic string, partition int32, offset, hwm int64) {
-			onRecord(topic, partition, offset, hwm)
-			stage.Success()
-		}
-	} else {
-		h.OnRecord = func(string, int32, int64, int64) { stage.Success() }
-	}
-	return h
+type stageObserver struct {
+	stage   *health.Stage
+	group   string
+	metrics *metrics.Metrics // nil: none
 }
+
+func (p *Pipeline) stageObserver(stage *health.Stage, group string) stageObserver {
+	return stageObserver{stage: stage, group: group, metrics: p.opts.metrics}
+}
+
+func (o stageObserver) RecordRead(topic string, partition int32, offset, hwm int64) {
+	if o.metrics != nil {
+		o.metrics.ReaderRecord(topic, partition, offset, hwm)
+	}
+	o.stage.Success()
+}
+
+func (o stageObserver) ReadFailed(topic string, err error) {
+	o.stage.Failure(readNeeds(err, topic, o.group))
+}
+
+func (o stageObserver) ReadReady(string) { o.stage.Success() }
 
 // healthPublisher reports each Publish call to the checkpoint publisher's
 // stage.

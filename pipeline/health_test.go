@@ -115,21 +115,21 @@ func TestStageFailuresNamePermission(t *testing.T) {
 		want   string
 	}{
 		{"log reader, topic denied", func(s *health.Stage) {
-			(&Pipeline{}).stageHooks(s, "").OnError("mm2-offset-syncs.b.internal",
+			(&Pipeline{}).stageObserver(s, "").ReadFailed("mm2-offset-syncs.b.internal",
 				fmt.Errorf("topic mm2-offset-syncs.b.internal metadata: %w", sarama.ErrTopicAuthorizationFailed))
 		}, `(authorization: READ on topic "mm2-offset-syncs.b.internal" is needed)`},
 		{"group reader, topic denied", func(s *health.Stage) {
-			(&Pipeline{}).stageHooks(s, "cpd").OnError("__consumer_offsets", fmt.Errorf("consume partition 0: %w", sarama.ErrTopicAuthorizationFailed))
+			(&Pipeline{}).stageObserver(s, "cpd").ReadFailed("__consumer_offsets", fmt.Errorf("consume partition 0: %w", sarama.ErrTopicAuthorizationFailed))
 		}, `(authorization: READ on topic "__consumer_offsets" is needed)`},
 		{"group reader, group denied", func(s *health.Stage) {
-			(&Pipeline{}).stageHooks(s, "cpd-commit").OnError("a.checkpoints.internal",
+			(&Pipeline{}).stageObserver(s, "cpd-commit").ReadFailed("a.checkpoints.internal",
 				fmt.Errorf("consumer group cpd-commit: %w", sarama.ErrGroupAuthorizationFailed))
 		}, `(authorization: READ on group "cpd-commit" is needed)`},
 		{"publisher, topic denied", func(s *health.Stage) {
 			_ = healthPublisher{Publisher: &fakePublisher{err: fmt.Errorf("write: %w", sarama.ErrTopicAuthorizationFailed)}, stage: s}.Publish("a.checkpoints.internal")
 		}, `(authorization: WRITE on topic "a.checkpoints.internal" is needed)`},
 		{"reader, not an authorization failure", func(s *health.Stage) {
-			(&Pipeline{}).stageHooks(s, "cpd").OnError("t", fmt.Errorf("consume: %w", sarama.ErrNotLeaderForPartition))
+			(&Pipeline{}).stageObserver(s, "cpd").ReadFailed("t", fmt.Errorf("consume: %w", sarama.ErrNotLeaderForPartition))
 		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,11 +2,9 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/checkpointd/checkpointd/handlers/filter"
@@ -50,7 +48,7 @@ func (p *Pipeline) commitSource(ctx context.Context, groups filter.Matcher) (mes
 		if err != nil {
 			return nil, "", fmt.Errorf("__consumer_offsets reader: %w", err)
 		}
-		return sub, consumerOffsetsTopic, nil
+		return sub, kafkalog.ConsumerOffsetsTopic, nil
 	case SourceAdminPoll:
 		adminCfg, err := p.cfg.SaramaConfig(config.SourceAdmin)
 		if err != nil {
@@ -77,63 +75,14 @@ func (p *Pipeline) commitSource(ctx context.Context, groups filter.Matcher) (mes
 	}
 }
 
-// offsetsLogReadable probes whether this principal can read __consumer_offsets:
-// the topic must be visible in metadata and its offsets listable. It returns
-// an error, not "unreadable", when the cluster could not be asked: a refused
-// connection, a timeout, a failed TLS or SASL handshake.
+// offsetsLogReadable asks the source whether this instance's principal can
+// read __consumer_offsets (see kafkalog.OffsetsLogReadable).
 func (p *Pipeline) offsetsLogReadable(ctx context.Context) (bool, string, error) {
 	cfg, err := p.cfg.SaramaConfig(config.SourceConsumer)
 	if err != nil {
 		return false, "", fmt.Errorf("source consumer config: %w", err)
 	}
-	client, err := kafkalog.NewClient(p.cfg.Source.BootstrapServers, cfg)
-	if err != nil {
-		return false, "", fmt.Errorf("connect: %w", err)
-	}
-	defer client.Close()
-	parts, err := client.Partitions(consumerOffsetsTopic)
-	if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
-		// Kafka creates __consumer_offsets on the first group request, so a
-		// fresh cluster has none yet. Looking up our own group's coordinator
-		// makes the broker create it; a service that hides the topic still
-		// answers "unknown" after that.
-		_, _ = client.Coordinator(p.cfg.GroupID)
-		for attempt := 0; attempt < 10 && errors.Is(err, sarama.ErrUnknownTopicOrPartition) && ctx.Err() == nil; attempt++ {
-			time.Sleep(500 * time.Millisecond)
-			_ = client.RefreshMetadata(consumerOffsetsTopic)
-			parts, err = client.Partitions(consumerOffsetsTopic)
-		}
-	}
-	switch {
-	case errors.Is(err, sarama.ErrUnknownTopicOrPartition):
-		return false, "topic not visible", nil
-	case hidden(err):
-		return false, fmt.Sprintf("metadata: %v", err), nil
-	case err != nil:
-		return false, "", fmt.Errorf("metadata of %s: %w", consumerOffsetsTopic, err)
-	case len(parts) == 0:
-		return false, "no partitions visible", nil
-	}
-	_, err = client.GetOffset(consumerOffsetsTopic, parts[0], sarama.OffsetNewest)
-	// A partition of a topic just created may have no leader for a moment.
-	for attempt := 0; attempt < 10 && err != nil && !hidden(err) && ctx.Err() == nil; attempt++ {
-		time.Sleep(500 * time.Millisecond)
-		_, err = client.GetOffset(consumerOffsetsTopic, parts[0], sarama.OffsetNewest)
-	}
-	if err != nil {
-		if hidden(err) {
-			return false, "not authorized (READ and DESCRIBE on topic __consumer_offsets are needed)", nil
-		}
-		return false, "", fmt.Errorf("list offsets of %s: %w", consumerOffsetsTopic, err)
-	}
-	return true, "", nil
-}
-
-// hidden reports whether err says the principal may not see or read a
-// topic, which makes __consumer_offsets unreadable rather than unreachable.
-func hidden(err error) bool {
-	return errors.Is(err, sarama.ErrTopicAuthorizationFailed) || errors.Is(err, sarama.ErrClusterAuthorizationFailed) ||
-		errors.Is(err, sarama.ErrInvalidTopic)
+	return kafkalog.OffsetsLogReadable(ctx, p.cfg.Source.BootstrapServers, cfg, p.cfg.GroupID)
 }
 
 func (p *Pipeline) logReader(role config.Role, brokers []string, cluster string, stage *health.Stage) (message.Subscriber, error) {
@@ -142,7 +91,7 @@ func (p *Pipeline) logReader(role config.Role, brokers []string, cluster string,
 		return nil, err
 	}
 	return kafkalog.NewLogReader(kafkalog.LogReaderConfig{
-		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger, Hooks: p.stageHooks(stage, ""),
+		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger, Observer: p.stageObserver(stage, ""),
 			BatchRecords: wholeTopicBatch},
 	})
 }
@@ -189,7 +138,7 @@ func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, gr
 	}
 	return kafkalog.NewShardedReader(kafkalog.ShardedReaderConfig{
 		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger,
-			ReadCommitted: readCommitted, Hooks: p.stageHooks(stage, group), BatchRecords: batch.records, BatchBehind: batch.behind},
+			ReadCommitted: readCommitted, Observer: p.stageObserver(stage, group), BatchRecords: batch.records, BatchBehind: batch.behind},
 		GroupID:           group,
 		SessionTimeout:    session.timeout,
 		HeartbeatInterval: session.heartbeat,

@@ -51,7 +51,7 @@ func TestReadersBackOffOnAuthorizationErrors(t *testing.T) {
 			var hookErrs atomic.Int64
 			var lastHookErr atomic.Value
 			reader, err := tt.new(kafkalog.ReaderConfig{
-				Hooks: kafkalog.Hooks{OnError: func(_ string, err error) {
+				Observer: observerFuncs{onError: func(_ string, err error) {
 					hookErrs.Add(1)
 					lastHookErr.Store(err.Error())
 				}},
@@ -79,12 +79,31 @@ func TestReadersBackOffOnAuthorizationErrors(t *testing.T) {
 			if len(lines) < 3 || len(lines) > 12 {
 				t.Errorf("%d authorization warnings in 2s, want about seven", len(lines))
 			}
-			// Each failure reaches Hooks.OnError too, for /readyz.
+			// Each failure reaches Observer.ReadFailed too, for /readyz.
 			if n := hookErrs.Load(); n < int64(len(lines)) {
-				t.Errorf("Hooks.OnError heard %d failures, the log %d", n, len(lines))
+				t.Errorf("Observer.ReadFailed heard %d failures, the log %d", n, len(lines))
 			} else if msg, _ := lastHookErr.Load().(string); !strings.Contains(msg, "uthoriz") {
-				t.Errorf("Hooks.OnError's last error %q names no authorization failure", msg)
+				t.Errorf("Observer.ReadFailed's last error %q names no authorization failure", msg)
 			}
 		})
+	}
+}
+
+// observerFuncs is a kafkalog.Observer of the funcs it is given.
+type observerFuncs struct {
+	kafkalog.NopObserver
+	onRecord func(topic string, partition int32, offset, hwm int64)
+	onError  func(topic string, err error)
+}
+
+func (o observerFuncs) RecordRead(topic string, partition int32, offset, hwm int64) {
+	if o.onRecord != nil {
+		o.onRecord(topic, partition, offset, hwm)
+	}
+}
+
+func (o observerFuncs) ReadFailed(topic string, err error) {
+	if o.onError != nil {
+		o.onError(topic, err)
 	}
 }

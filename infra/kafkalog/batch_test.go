@@ -48,14 +48,14 @@ func TestLogReaderBatches(t *testing.T) {
 	reader, _ := newLogReader(t, c, func(cfg *kafkalog.ReaderConfig) {
 		cfg.BatchRecords = 64
 		cfg.Filter = func(m *sarama.ConsumerMessage) bool { return m.Partition != 1 || m.Offset != 3 }
-		cfg.Hooks.OnRecord = func(_ string, p int32, offset, _ int64) {
+		cfg.Observer = observerFuncs{onRecord: func(_ string, p int32, offset, _ int64) {
 			hookMu.Lock()
 			defer hookMu.Unlock()
 			if offset <= hookLast[p] && hookLast[p] != 0 {
-				t.Errorf("partition %d: OnRecord offset %d after %d", p, offset, hookLast[p])
+				t.Errorf("partition %d: RecordRead offset %d after %d", p, offset, hookLast[p])
 			}
 			hookLast[p] = offset
-		}
+		}}
 	})
 	seen := &batchSeen{offsets: map[int32][]int64{}, caughtUp: -1, traced: map[int64]string{}}
 	nacked := false
@@ -146,7 +146,7 @@ func TestLogReaderBatches(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("OnRecord's last offset on partition 0 is %d, want %d", last, ends[0]+49)
+			t.Fatalf("RecordRead's last offset on partition 0 is %d, want %d", last, ends[0]+49)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -30,11 +30,11 @@ func connect(ctx context.Context, cfg *ReaderConfig, saramaCfg *sarama.Config, l
 		case res := <-done:
 			if res.err == nil {
 				fails.ok(log, "connected to cluster", "brokers", cfg.Brokers)
-				cfg.Hooks.ready("")
+				cfg.Observer.ReadReady("")
 				return res.client
 			}
 			fails.failed(log, "cannot connect to cluster", res.err, "brokers", cfg.Brokers)
-			cfg.Hooks.failed("", fmt.Errorf("connect to %v: %w", cfg.Brokers, res.err))
+			cfg.Observer.ReadFailed("", fmt.Errorf("connect to %v: %w", cfg.Brokers, res.err))
 		case <-ctx.Done():
 			go func() {
 				if res := <-done; res.client != nil {
@@ -70,7 +70,7 @@ func awaitTopic(ctx context.Context, cfg *ReaderConfig, client sarama.Client, to
 			waiting = true
 		default: // authorization and the like: say so every time, the backoff paces it
 			log.Warn("cannot read topic metadata", "error", err)
-			cfg.Hooks.failed(topic, fmt.Errorf("topic %s metadata: %w", topic, err))
+			cfg.Observer.ReadFailed(topic, fmt.Errorf("topic %s metadata: %w", topic, err))
 		}
 		if !pause(ctx, bo) {
 			return nil

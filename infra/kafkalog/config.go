@@ -14,34 +14,30 @@ import (
 // so a recent version is safe against older brokers.
 func defaultVersion() sarama.KafkaVersion { return sarama.V4_1_0_0 }
 
-// Hooks observe a reader's progress. Every hook is optional. Hooks run on the
-// partition's delivery goroutine, so they must be quick.
-type Hooks struct {
-	// OnRecord is called once a record has been acked (or dropped by the
-	// filter), with the partition's high watermark as the consumer last saw
-	// it: the partition's lag is highWatermark-offset-1. For a message of
-	// several records (ReaderConfig.BatchRecords) it is called once, with
-	// the offset of the last record the message covered.
-	OnRecord func(topic string, partition int32, offset, highWatermark int64)
-	// OnError is called when the reader fails to reach the cluster, the
-	// topic, a partition or its consumer group (it retries with backoff).
-	OnError func(topic string, err error)
-	// OnReady is called when the reader has (again) connected, or joined
-	// its consumer group: what OnError reported is over.
-	OnReady func(topic string)
+// Observer hears a reader's progress. Its calls run on the partition's
+// delivery goroutine, so they must be quick. Embed NopObserver to implement
+// only some.
+type Observer interface {
+	// RecordRead: a record has been acked (or dropped by the filter);
+	// highWatermark is the partition's as the consumer last saw it, so the
+	// partition's lag is highWatermark-offset-1. For a message of several
+	// records (ReaderConfig.BatchRecords) it is called once, with the offset
+	// of the last record the message covered.
+	RecordRead(topic string, partition int32, offset, highWatermark int64)
+	// ReadFailed: the reader failed to reach the cluster, the topic, a
+	// partition or its consumer group (it retries with backoff).
+	ReadFailed(topic string, err error)
+	// ReadReady: the reader has (again) connected, or joined its consumer
+	// group: what ReadFailed reported is over.
+	ReadReady(topic string)
 }
 
-func (h Hooks) failed(topic string, err error) {
-	if h.OnError != nil {
-		h.OnError(topic, err)
-	}
-}
+// NopObserver ignores everything.
+type NopObserver struct{}
 
-func (h Hooks) ready(topic string) {
-	if h.OnReady != nil {
-		h.OnReady(topic)
-	}
-}
+func (NopObserver) RecordRead(string, int32, int64, int64) {}
+func (NopObserver) ReadFailed(string, error)               {}
+func (NopObserver) ReadReady(string)                       {}
 
 // ReaderConfig is what both readers share.
 type ReaderConfig struct {
@@ -63,7 +59,8 @@ type ReaderConfig struct {
 	// Filter, if set, drops the records it returns false for. They still
 	// count as read: they move the position towards CaughtUp.
 	Filter func(*sarama.ConsumerMessage) bool
-	Hooks  Hooks
+	// Observer hears the reader's progress; nil: NopObserver.
+	Observer Observer
 	// NackResendDelay is the pause before a nacked message is sent again.
 	// Default 100ms.
 	NackResendDelay time.Duration
@@ -100,6 +97,9 @@ type ReaderConfig struct {
 }
 
 func (c *ReaderConfig) setDefaults() {
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

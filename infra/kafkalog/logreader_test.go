@@ -69,13 +69,13 @@ func TestLogReaderReplaysFromOldestThenTails(t *testing.T) {
 		lags  = map[int32][]lag{}
 	)
 	reader, _ := newLogReader(t, c, func(cfg *kafkalog.ReaderConfig) {
-		cfg.Hooks.OnRecord = func(tp string, p int32, offset, hwm int64) {
+		cfg.Observer = observerFuncs{onRecord: func(tp string, p int32, offset, hwm int64) {
 			lagMu.Lock()
 			defer lagMu.Unlock()
 			if tp == topic {
 				lags[p] = append(lags[p], lag{offset, hwm})
 			}
-		}
+		}}
 	})
 	var nacked atomic.Bool
 	col := collect(t, topic, subscribe(t, reader, topic), func(e event) bool {
@@ -118,7 +118,7 @@ func TestLogReaderReplaysFromOldestThenTails(t *testing.T) {
 		t.Errorf("%d control messages, want one CaughtUp: %v", n, events)
 	}
 
-	// OnRecord saw every acked record once, with a high watermark past it.
+	// RecordRead saw every acked record once, with a high watermark past it.
 	// It runs after the ack, so wait for the last one.
 	deadline := time.Now().Add(wait)
 	lagMu.Lock()
@@ -133,11 +133,11 @@ func TestLogReaderReplaysFromOldestThenTails(t *testing.T) {
 		for _, l := range lags[p] {
 			got = append(got, l.offset)
 			if l.hwm <= l.offset {
-				t.Errorf("partition %d: OnRecord(offset %d, high watermark %d)", p, l.offset, l.hwm)
+				t.Errorf("partition %d: RecordRead(offset %d, high watermark %d)", p, l.offset, l.hwm)
 			}
 		}
 		if !slices.Equal(got, offsets) {
-			t.Errorf("partition %d: OnRecord offsets %v, want %v", p, got, offsets)
+			t.Errorf("partition %d: RecordRead offsets %v, want %v", p, got, offsets)
 		}
 	}
 }

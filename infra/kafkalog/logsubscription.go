@@ -77,7 +77,7 @@ func (s *logSubscription) run(ctx context.Context) {
 		current, err := topicPartitions(client, s.topic)
 		if err != nil {
 			s.log.Warn("cannot refresh topic partitions", "error", err)
-			s.cfg.Hooks.failed(s.topic, fmt.Errorf("topic %s metadata: %w", s.topic, err))
+			s.cfg.Observer.ReadFailed(s.topic, fmt.Errorf("topic %s metadata: %w", s.topic, err))
 			continue
 		}
 		for _, p := range current {
@@ -105,7 +105,7 @@ func (s *logSubscription) bounds(ctx context.Context, client sarama.Client, part
 			}
 		}
 		s.log.Warn("cannot list partition offsets", "error", err)
-		s.cfg.Hooks.failed(s.topic, fmt.Errorf("list offsets: %w", err))
+		s.cfg.Observer.ReadFailed(s.topic, fmt.Errorf("list offsets: %w", err))
 		if !pause(ctx, bo) {
 			return nil, nil, false
 		}
@@ -143,7 +143,7 @@ func (s *logSubscription) readPartition(ctx context.Context, consumer sarama.Con
 		}
 		if err != nil {
 			log.Warn("cannot consume partition", "offset", offset, "error", err)
-			s.cfg.Hooks.failed(s.topic, fmt.Errorf("consume partition %d: %w", r.partition, err))
+			s.cfg.Observer.ReadFailed(s.topic, fmt.Errorf("consume partition %d: %w", r.partition, err))
 			if !pause(ctx, bo) {
 				return
 			}

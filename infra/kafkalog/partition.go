@@ -193,9 +193,7 @@ func (r *partitionReader) deliverBatch(ctx context.Context, batch []*sarama.Cons
 		}
 	}
 	r.next = last.Offset + 1
-	if r.cfg.Hooks.OnRecord != nil {
-		r.cfg.Hooks.OnRecord(last.Topic, last.Partition, last.Offset, hwm())
-	}
+	r.cfg.Observer.RecordRead(last.Topic, last.Partition, last.Offset, hwm())
 	return nil
 }
 
@@ -206,9 +204,7 @@ func (r *partitionReader) deliverRecord(ctx context.Context, m *sarama.ConsumerM
 		}
 	}
 	r.next = m.Offset + 1
-	if r.cfg.Hooks.OnRecord != nil {
-		r.cfg.Hooks.OnRecord(m.Topic, m.Partition, m.Offset, hwm())
-	}
+	r.cfg.Observer.RecordRead(m.Topic, m.Partition, m.Offset, hwm())
 	return nil
 }
 
@@ -248,6 +244,6 @@ func (r *partitionReader) consumerError(cerr *sarama.ConsumerError) bool {
 		return true
 	}
 	r.log.Warn("partition consumer error", "partition", r.partition, "error", cerr.Err)
-	r.cfg.Hooks.failed(r.topic, cerr)
+	r.cfg.Observer.ReadFailed(r.topic, cerr)
 	return false
 }

@@ -51,7 +51,7 @@ func (s *shardedSubscription) run(ctx context.Context) {
 	go func() {
 		for err := range group.Errors() {
 			s.fails.failed(s.log, "consumer group error", err)
-			s.cfg.Hooks.failed(s.topic, fmt.Errorf("consumer group %s: %w", s.cfg.GroupID, err))
+			s.cfg.Observer.ReadFailed(s.topic, fmt.Errorf("consumer group %s: %w", s.cfg.GroupID, err))
 		}
 	}()
 
@@ -76,7 +76,7 @@ func (s *shardedSubscription) run(ctx context.Context) {
 			}
 		default:
 			s.fails.failed(s.log, "consumer group session failed", err)
-			s.cfg.Hooks.failed(s.topic, fmt.Errorf("consumer group %s: %w", s.cfg.GroupID, err))
+			s.cfg.Observer.ReadFailed(s.topic, fmt.Errorf("consumer group %s: %w", s.cfg.GroupID, err))
 		}
 		if !pause(ctx, bo) {
 			return
@@ -90,7 +90,7 @@ type claimHandler struct{ s *shardedSubscription }
 func (h claimHandler) Setup(sess sarama.ConsumerGroupSession) error {
 	h.s.fails.ok(h.s.log, "") // the line below says it
 	h.s.log.Info("joined consumer group", "generation", sess.GenerationID(), "partitions", sess.Claims()[h.s.topic])
-	h.s.cfg.Hooks.ready(h.s.topic)
+	h.s.cfg.Observer.ReadReady(h.s.topic)
 	return nil
 }
 
@@ -171,7 +171,7 @@ func (s *shardedSubscription) claimBounds(ctx context.Context, p int32, log *slo
 			}
 		}
 		log.Warn("cannot list the partition's offsets", "error", err)
-		s.cfg.Hooks.failed(s.topic, fmt.Errorf("list offsets of partition %d: %w", p, err))
+		s.cfg.Observer.ReadFailed(s.topic, fmt.Errorf("list offsets of partition %d: %w", p, err))
 		if !pause(ctx, bo) {
 			return 0, 0, false
 		}
