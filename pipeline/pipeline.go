@@ -24,9 +24,6 @@ import (
 	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
-// consumerOffsetsTopic is where Kafka keeps group commits.
-const consumerOffsetsTopic = "__consumer_offsets"
-
 // Pipeline is one checkpointd instance: built by New, run by Run.
 type Pipeline struct {
 	cfg    *config.Config
@@ -184,7 +181,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	}
 	p.commitTopic = commitTopic
 	p.translate.AddConsumerHandler("translate_commits", commitTopic, commitSub, p.checkpointer.HandleSourceCommit)
-	if commitTopic == consumerOffsetsTopic {
+	if commitTopic == kafkalog.ConsumerOffsetsTopic {
 		p.traceGroups["translate_commits"] = p.cfg.GroupID
 	}
 	if p.opts.translateHook != nil {
