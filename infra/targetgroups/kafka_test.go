@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -480,74 +479,6 @@ func TestConcurrentCommitsToOneCoordinatorOverlap(t *testing.T) {
 	}
 	if st := c.CommitConnections(); st.Opened != int64(len(conns0)) {
 		t.Errorf("a commit after Close opened a connection: %+v", st)
-	}
-}
-
-// BenchmarkCommitManyGroups times commits against the real single-broker
-// target: 1,000 Commit calls into 1,000 fresh groups (two partitions each)
-// from 64 workers, as many as the commit stage's default concurrency.
-// conns=0 sends every commit over the client's one connection to the
-// coordinator, as before the pool. pipeline's BenchmarkSyncRound times a
-// whole commit-stage round on top of this client.
-//
-//	go test -run '^$' -bench CommitManyGroups -benchtime 3x ./infra/targetgroups/
-func BenchmarkCommitManyGroups(b *testing.B) {
-	const groups, workers = 1000, 64
-	bed := kafkatest.Shared(b)
-	topic := kafkatest.UniqueName(b, "orders")
-	bed.Target.CreateTopic(b, topic, 2, nil)
-	offsets := map[messages.TopicPartition]targetgroups.Offset{
-		{Topic: topic, Partition: 0}: {Offset: 10}, {Topic: topic, Partition: 1}: {Offset: 20},
-	}
-	run := 0
-	freshGroups := func() []string {
-		run++
-		names := make([]string, groups)
-		for i := range names {
-			names[i] = fmt.Sprintf("bench-%s-%d-%04d", topic, run, i)
-		}
-		return names
-	}
-	for _, conns := range []int{0, 1, 4, 8, 16} {
-		newClient := func(b *testing.B) *targetgroups.Client {
-			c, err := targetgroups.New(bed.Target.Client(b), slog.New(slog.DiscardHandler), targetgroups.WithCommitConnections(conns))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = c.Close() })
-			return c
-		}
-		b.Run(fmt.Sprintf("commits/conns=%d", conns), func(b *testing.B) {
-			c := newClient(b)
-			for b.Loop() {
-				b.StopTimer()
-				next := make(chan string)
-				var wg sync.WaitGroup
-				var failed atomic.Int32
-				for range workers {
-					wg.Go(func() {
-						for g := range next {
-							if res, err := c.Commit(b.Context(), g, offsets); err != nil || res.Count(targetgroup.Committed) != len(offsets) {
-								failed.Add(1)
-							}
-						}
-					})
-				}
-				names := freshGroups()
-				b.StartTimer()
-				for _, g := range names {
-					next <- g
-				}
-				close(next)
-				wg.Wait()
-				b.StopTimer()
-				if n := failed.Load(); n != 0 {
-					b.Fatalf("%d commits failed", n)
-				}
-				b.StartTimer()
-			}
-			b.ReportMetric(float64(groups)*float64(b.N)/b.Elapsed().Seconds(), "commits/s")
-		})
 	}
 }
 

@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,15 +16,17 @@ import (
 	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
-// BenchmarkSyncRound times one commit-stage round (OffsetSyncer.Round) over
-// 1,000 due groups against the real single-broker target: describe, offset
-// fetch and topic lookup for all of them, then the commits, as many in flight
-// as the stage's default. conns=0 sends every commit over the client's one
-// connection to the coordinator, as before the pool.
+// BenchmarkCommitManyGroups times the commit stage against the real
+// single-broker target: "commits" is 1,000 targetgroups Commit calls into
+// 1,000 fresh groups (two partitions each) from as many workers as the
+// stage's default concurrency; "round" is one OffsetSyncer.Round over 1,000
+// due groups (describe, offset fetch, topic lookup, then the commits).
+// conns=0 sends every commit over the client's one connection to the
+// coordinator, as before the pool.
 //
-//	go test -run '^$' -bench SyncRound -benchtime 3x ./pipeline/
-func BenchmarkSyncRound(b *testing.B) {
-	const groups = 1000
+//	go test -run '^$' -bench CommitManyGroups -benchtime 3x ./pipeline/
+func BenchmarkCommitManyGroups(b *testing.B) {
+	const groups, workers = 1000, handlers.DefaultCommitConcurrency
 	bed := kafkatest.Shared(b)
 	topic := kafkatest.UniqueName(b, "orders")
 	bed.Target.CreateTopic(b, topic, 2, nil)
@@ -48,7 +51,38 @@ func BenchmarkSyncRound(b *testing.B) {
 			b.Cleanup(func() { _ = c.Close() })
 			return c
 		}
-		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
+		b.Run(fmt.Sprintf("commits/conns=%d", conns), func(b *testing.B) {
+			c := newClient(b)
+			for b.Loop() {
+				b.StopTimer()
+				next := make(chan string)
+				var wg sync.WaitGroup
+				var failed atomic.Int32
+				for range workers {
+					wg.Go(func() {
+						for g := range next {
+							if res, err := c.Commit(b.Context(), g, offsets); err != nil || res.Count(targetgroup.Committed) != len(offsets) {
+								failed.Add(1)
+							}
+						}
+					})
+				}
+				names := freshGroups()
+				b.StartTimer()
+				for _, g := range names {
+					next <- g
+				}
+				close(next)
+				wg.Wait()
+				b.StopTimer()
+				if n := failed.Load(); n != 0 {
+					b.Fatalf("%d commits failed", n)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(groups)*float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+		})
+		b.Run(fmt.Sprintf("round/conns=%d", conns), func(b *testing.B) {
 			target := targetgroups.SyncTarget{Client: newClient(b)}
 			for b.Loop() {
 				b.StopTimer()
