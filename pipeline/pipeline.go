@@ -78,15 +78,9 @@ func New(ctx context.Context, cfg *config.Config, opt ...Option) (*Pipeline, err
 func (p *Pipeline) Topics() Topics { return p.topics() }
 
 func (p *Pipeline) topics() Topics {
-	pol := p.cfg.Policy
-	t := Topics{Checkpoints: pol.CheckpointsTopic(p.cfg.SourceAlias), CommitSource: p.commitTopic}
-	if p.cfg.OffsetSyncsTopicLocation == "target" {
-		t.OffsetSyncs = pol.OffsetSyncsTopic(p.cfg.SourceAlias)
-		t.OffsetSyncsOnTarget = true
-	} else {
-		t.OffsetSyncs = pol.OffsetSyncsTopic(p.cfg.TargetAlias)
-	}
-	return t
+	syncs := p.cfg.OffsetSyncs()
+	return Topics{OffsetSyncs: syncs.Topic, OffsetSyncsOnTarget: syncs.OnTarget,
+		Checkpoints: p.cfg.Policy.CheckpointsTopic(p.cfg.SourceAlias), CommitSource: p.commitTopic}
 }
 
 func (p *Pipeline) build(ctx context.Context) error {
@@ -154,12 +148,12 @@ func (p *Pipeline) build(ctx context.Context) error {
 	}
 
 	// Index stage: the offset syncs, read whole by every instance.
-	syncRole, syncCluster := config.SourceConsumer, p.cfg.Source
-	syncAlias, syncName := p.cfg.SourceAlias, clusterName("source", p.cfg.SourceAlias)
-	if topics.OffsetSyncsOnTarget {
-		syncRole, syncCluster, syncAlias, syncName = config.TargetConsumer, p.cfg.Target, p.cfg.TargetAlias, target
+	syncs := p.cfg.OffsetSyncs()
+	syncName := clusterName("source", syncs.Alias)
+	if syncs.OnTarget {
+		syncName = target
 	}
-	syncReader, err := p.logReader(syncRole, syncCluster.BootstrapServers, syncAlias,
+	syncReader, err := p.logReader(syncs.Reader, syncs.Cluster.BootstrapServers, syncs.Alias,
 		p.health.Stage(StageOffsetSyncsReader, syncName, readerRetryGap))
 	if err != nil {
 		return fmt.Errorf("offset-syncs reader: %w", err)
