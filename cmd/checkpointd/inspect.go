@@ -10,6 +10,7 @@ import (
 	"log/slog"
 
 	"github.com/checkpointd/checkpointd/infra/config"
+	"github.com/checkpointd/checkpointd/infra/kafkalog"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )
@@ -68,7 +69,8 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	enc := json.NewEncoder(stdout)
 	n := 0
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	err = readLog(ctx, brokers, sc, alias, topic, *follow, logger, func(r envelope.Record) error {
+	rc := kafkalog.ReaderConfig{Brokers: brokers, Sarama: sc, Cluster: alias, Logger: logger}
+	err = kafkalog.ReadLog(ctx, rc, topic, *follow, func(r envelope.Record) error {
 		out := inspectedRecord{Partition: r.Partition, Offset: r.Offset}
 		out.Kind, out.Decoded, err = decode(r)
 		if err != nil {
@@ -98,14 +100,12 @@ type decoder func(envelope.Record) (kind string, decoded any, err error)
 func inspectTarget(cfg *config.Config, name string) (topic string, onTarget bool, dec decoder, err error) {
 	switch name {
 	case "offset-syncs":
-		if cfg.OffsetSyncsTopicLocation == "target" {
-			return cfg.Policy.OffsetSyncsTopic(cfg.SourceAlias), true, decodeSync, nil
-		}
-		return cfg.Policy.OffsetSyncsTopic(cfg.TargetAlias), false, decodeSync, nil
+		syncs := cfg.OffsetSyncs()
+		return syncs.Topic, syncs.OnTarget, decodeSync, nil
 	case "checkpoints":
 		return cfg.Policy.CheckpointsTopic(cfg.SourceAlias), true, decodeCheckpoint, nil
 	case "consumer-offsets", "__consumer_offsets":
-		return "__consumer_offsets", false, decodeOffsets, nil
+		return kafkalog.ConsumerOffsetsTopic, false, decodeOffsets, nil
 	case "":
 		return "", false, nil, fmt.Errorf("--topic is required: offset-syncs, checkpoints, consumer-offsets or a topic name")
 	}
