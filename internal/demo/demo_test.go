@@ -13,15 +13,33 @@ func TestDemoSyncsEveryGroupWithoutSkipping(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two embedded clusters for several seconds")
 	}
+	checkOutcome(t, runDemo(t, 6*time.Second))
+}
+
+// TestDemoShort is the same end-to-end run at the shortest duration the demo
+// allows, so that `go test -short` also drives the real pipeline against two
+// clusters: source commits, checkpoints, target group commits.
+func TestDemoShort(t *testing.T) {
+	checkOutcome(t, runDemo(t, MinDuration))
+}
+
+func runDemo(t *testing.T, d time.Duration) *Summary {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	summary, err := Run(ctx, Options{Duration: 6 * time.Second, Logger: logger})
+	summary, err := Run(ctx, Options{Duration: d, Logger: logger})
 	if err != nil {
 		t.Fatalf("demo did not run: %v", err)
 	}
+	return summary
+}
 
+// checkOutcome fails unless every group committed on the source and got
+// offsets on the target, none past the exact position, and Verify agrees.
+func checkOutcome(t *testing.T, summary *Summary) {
+	t.Helper()
 	committed, synced := map[string]bool{}, map[string]bool{}
 	for _, p := range summary.Partitions {
 		if p.SourceOffset > 0 {
