@@ -357,9 +357,13 @@ func (p *Pipeline) filters() (filter.Matcher, filter.Matcher, error) {
 	return topics, groups, nil
 }
 
-// Run runs the routers and the outbox until ctx ends, then shuts down:
-// handlers finish the message in hand, queued checkpoints are published
-// (bounded by the routers' close timeout), connections close.
+// Run runs the routers, the refresh and target-group sync jobs and the outbox
+// until ctx ends or one of them fails, which stops the others. The routers let
+// their handlers finish the message in hand (up to their close timeout); only
+// once every stage has stopped does the outbox get 10 s of its own to publish
+// what is queued, and what is left then is dropped with a warning, to be
+// decided again on restart. Connections close last. Run returns nil when ctx
+// ended it, else the first stage's error.
 func (p *Pipeline) Run(ctx context.Context) error {
 	defer p.close()
 	// The stages stop together: the first to fail cancels the others.
