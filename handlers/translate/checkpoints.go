@@ -14,7 +14,8 @@ type Checkpoint struct {
 }
 
 // Checkpoints remembers the last checkpoint emitted per (group, downstream
-// partition) and applies MM2's monotonicity rule to new ones (spec §3.4 step 5).
+// partition) and applies MM2's monotonicity rule to new ones
+// (MirrorCheckpointTask.checkpointIsMoreRecent).
 // Keys use the renamed (target-side) partition, as MM2's CheckpointStore does.
 // Entries are never dropped, as in MM2.
 //
@@ -45,9 +46,10 @@ func NewCheckpoints() *Checkpoints {
 	return &Checkpoints{last: make(map[checkpointKey]Checkpoint)}
 }
 
-// Load restores a checkpoint read back from the checkpoints topic (spec §3.2):
-// the later record for a (group, partition) overwrites the earlier, whatever
-// its offsets, because the topic holds what was last emitted.
+// Load restores a checkpoint read back from the checkpoints topic, as MM2's
+// CheckpointStore does at task start: the later record for a (group,
+// partition) overwrites the earlier, whatever its offsets, because the topic
+// holds what was last emitted.
 func (c *Checkpoints) Load(group string, tp messages.TopicPartition, upstream, downstream int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -76,7 +78,8 @@ func (c *Checkpoints) set(key checkpointKey, cp Checkpoint) {
 // (ReasonBehindOldestSync, MM2's −1); neither is emitted.
 //
 // An emitted checkpoint is recorded before Decide returns, as MM2 records it
-// before producing it (spec §13.5), so the next decision compares against it.
+// before producing it (MirrorCheckpointTask.sourceRecordsForGroup calls
+// CheckpointStore.update first), so the next decision compares against it.
 func (c *Checkpoints) Decide(group string, tp messages.TopicPartition, upstream, downstream int64) (emit bool, reason Reason) {
 	switch {
 	case upstream < 0:

@@ -10,7 +10,7 @@ import (
 // Commit is a group's latest committed position on one upstream partition.
 type Commit struct {
 	Offset   int64
-	Metadata string    // copied into the checkpoint (spec §3.5)
+	Metadata string    // copied into the checkpoint (MirrorCheckpointTask.checkpoint)
 	Time     time.Time // when the source committed it, for latency metrics; kept to the millisecond
 }
 
@@ -75,7 +75,8 @@ func NewCommits() *Commits {
 }
 
 // Set records group's latest commit on tp. A negative offset is how Kafka
-// reports "no committed offset" (spec §3.3), so it deletes the entry instead.
+// reports "no committed offset" (OffsetFetch answers -1, which
+// Admin.listConsumerGroupOffsets turns into null), so it deletes the entry.
 func (c *Commits) Set(group string, tp messages.TopicPartition, cm Commit) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

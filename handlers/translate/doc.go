@@ -2,7 +2,8 @@
 // OffsetSyncStore and the checkpoint rules of MirrorCheckpointTask, as pure Go
 // with no I/O.
 //
-// Three pieces work together (spec §3.4 and §4):
+// Three pieces work together (MirrorCheckpointTask.checkpointsForGroup and
+// OffsetSyncStore):
 //
 //   - [Index] keeps, per upstream topic-partition, MM2's 64-slot sparse history of
 //     offset syncs and translates a committed source offset into a target offset.
@@ -20,8 +21,8 @@
 //
 // Every outcome that emits nothing carries a [Reason], for metrics and logs.
 //
-// The checks of spec §3.4 run in this order for one committed offset g of a
-// group on an upstream partition tp:
+// The checks of MirrorCheckpointTask.checkpointsForGroup run in this order for
+// one committed offset g of a group on an upstream partition tp:
 //
 //	if !topicFilter(tp.Topic)            -> skip, ReasonFilteredTopic
 //	if g < 0 (no commit)                 -> skip, ReasonNoCommit

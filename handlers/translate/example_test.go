@@ -8,8 +8,8 @@ import (
 	"github.com/checkpointd/checkpointd/messages"
 )
 
-// The checks of spec §3.4 for one group, in MM2's order: topic filter,
-// committed offset, translation, then the monotonic rule.
+// The checks of MirrorCheckpointTask.checkpointsForGroup for one group, in its
+// order: topic filter, committed offset, translation, then the monotonic rule.
 func Example() {
 	index := translate.NewIndex(translate.Options{CheckpointsLoaded: true})
 	commits := translate.NewCommits()

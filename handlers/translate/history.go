@@ -10,8 +10,9 @@ import (
 // int64 offset, slot i covering a span of roughly 2^i offsets.
 const slots = 64
 
-// history is one partition's sparse sync history (spec §4.2). It is immutable
-// once published, which is what lets readers use it without locks.
+// history is one partition's sparse sync history (OffsetSyncStore's array of
+// 64 syncs). It is immutable once published, which is what lets readers use it
+// without locks.
 //
 // MM2 keeps an array of 64 references in which the same sync object fills a run
 // of consecutive slots. history keeps the same information compactly: each
@@ -75,8 +76,8 @@ func (h history) slotsInto(s *[slots]uint8) {
 }
 
 // find returns the sync MM2 translates upstream against: the newest one at or
-// before upstream, else the oldest one (spec §4.5). Scanning distinct syncs in
-// order is the same as scanning the 64 slots.
+// before upstream, else the oldest one (OffsetSyncStore.lookupLatestSync).
+// Scanning distinct syncs in order is the same as scanning the 64 slots.
 func (h history) find(upstream int64) Sync {
 	syncs := h.syncs()
 	for _, s := range syncs {
@@ -105,7 +106,8 @@ type workspace struct {
 type ref = uint8
 
 // with returns the history after the incoming sync x, following MM2's
-// updateSyncArray step by step (spec §4.3). The clearing cases are the caller's.
+// OffsetSyncStore.updateSyncArray step by step. The clearing cases are the
+// caller's.
 //
 // MM2 copies the array and repairs the copy slot by slot. Here w.head holds
 // the repaired head of the copy; at and after slot c the copy still equals the

@@ -11,13 +11,13 @@ import (
 // Options configure an Index.
 type Options struct {
 	// CheckpointsLoaded says the previous checkpoints were read back from the
-	// checkpoints topic at start (spec §3.2). Only then may the index keep the
-	// sparse history read at start-up, because the checkpoint rules can then keep
-	// checkpoints monotonic across the restart.
+	// checkpoints topic at start (MM2's CheckpointStore, KAFKA-15905). Only
+	// then may the index keep the sparse history read at start-up, because the
+	// checkpoint rules can then keep checkpoints monotonic across the restart.
 	//
 	// When false (MM2's mustReadToEnd = true), every sync applied before
 	// OpenGate clears its partition's history, so each partition starts with
-	// only its latest sync (spec §4.4). Upstream rewinds clear in both modes.
+	// only its latest sync (KAFKA-15905). Upstream rewinds clear in both modes.
 	CheckpointsLoaded bool
 }
 
@@ -74,8 +74,9 @@ func (ix *Index) Apply(tp messages.TopicPartition, upstream, downstream int64) b
 
 	prev := e.load()
 	var next history
-	// The clearing cases of spec §4.3: syncs read at start-up when the previous
-	// checkpoints are unknown, and an upstream rewind (e.g. a recreated topic).
+	// The clearing cases of OffsetSyncStore.updateSyncArray: syncs read at
+	// start-up when the previous checkpoints are unknown, and an upstream rewind
+	// (e.g. a recreated topic).
 	if (!ix.gate.Load() && !ix.keepStartup) || upstream < prev.syncs()[0].Upstream {
 		next = single(x)
 	} else {
@@ -87,14 +88,16 @@ func (ix *Index) Apply(tp messages.TopicPartition, upstream, downstream int64) b
 }
 
 // OpenGate allows translation. Call it once the offset-sync topic has been read
-// up to the end offsets it had at start (spec §4.4); it cannot be closed again.
+// up to the end offsets it had at start (OffsetSyncStore's readToEnd,
+// KAFKA-13659); it cannot be closed again.
 func (ix *Index) OpenGate() { ix.gate.Store(true) }
 
 // GateOpen reports whether OpenGate has been called.
 func (ix *Index) GateOpen() bool { return ix.gate.Load() }
 
 // Translate maps a group's committed upstream offset on tp to a target offset
-// (spec §4.5). It neither allocates nor waits for Apply.
+// (OffsetSyncStore.translateDownstream). It neither allocates nor waits for
+// Apply.
 func (ix *Index) Translate(tp messages.TopicPartition, upstream int64) Translation {
 	if !ix.gate.Load() {
 		return Translation{Outcome: NoResult, Downstream: -1, Reason: ReasonGateClosed}

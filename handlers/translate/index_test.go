@@ -50,7 +50,7 @@ func sparseProbes(u, previous int64) []probe {
 	return []probe{{u - 1, before}, {u, u}, {u + 1, u + 1}, {u + 2, u + 1}}
 }
 
-// Spec §4.6 scenario 1 (MM2's testPastOffsetTranslation): start-up without
+// MM2's OffsetSyncStoreTest.testPastOffsetTranslation: start-up without
 // loaded checkpoints keeps only the latest start-up sync.
 func TestIndexStartupClearsWithoutCheckpoints(t *testing.T) {
 	ix := NewIndex(Options{CheckpointsLoaded: false})
@@ -90,7 +90,8 @@ func TestIndexStartupClearsWithoutCheckpoints(t *testing.T) {
 	checkProbes(t, ix, []probe{{1499, -1}, {1500, 11000}, {2000, 11001}})
 }
 
-// Spec §4.6 scenario 2: with the checkpoints loaded, start-up keeps history.
+// MM2's OffsetSyncStoreTest.testPastOffsetTranslationWithoutInitializationReadToEnd:
+// with the checkpoints loaded, start-up keeps history.
 func TestIndexStartupKeepsHistoryWithCheckpoints(t *testing.T) {
 	ix := NewIndex(Options{CheckpointsLoaded: true})
 	offset := int64(0)
@@ -114,7 +115,7 @@ func TestIndexStartupKeepsHistoryWithCheckpoints(t *testing.T) {
 	checkProbes(t, ix, []probe{{-1, -1}, {0, 0}})
 }
 
-// Spec §4.6 basic example (MM2's testOffsetTranslation).
+// MM2's OffsetSyncStoreTest.testOffsetTranslation.
 func TestIndexBasicExample(t *testing.T) {
 	ix := NewIndex(Options{})
 	ix.OpenGate()
@@ -133,7 +134,8 @@ func TestIndexBasicExample(t *testing.T) {
 	}
 }
 
-// Spec §4.6 small evolution example: syncs every 101 with d = u + 5.
+// The slot evolution under updateSyncArray, computed with a port of
+// OffsetSyncStore: syncs every 101 with d = u + 5.
 func TestIndexSmallEvolution(t *testing.T) {
 	want := map[int64][]int64{
 		0:    {0},

@@ -7,7 +7,9 @@ import (
 
 // This file simulates one mirrored partition end to end for the oracle test:
 // the source log, MirrorSourceTask with OffsetSyncWriter producing offset syncs
-// (spec §5.4), and the target log with the true position of every record.
+// (MirrorSourceTask.commitRecord calling maybeQueueOffsetSyncs and
+// firePendingOffsetSyncs, commit() promoting the delayed ones), and the target
+// log with the true position of every record.
 
 // simParams shape one simulated mirror. Probabilities are per mirrored record.
 type simParams struct {
@@ -77,7 +79,8 @@ type mirror struct {
 	ordered    bool
 	epochStart int
 
-	// OffsetSyncWriter state for the partition (spec §5.2, §5.3).
+	// OffsetSyncWriter's PartitionState and its pending and delayed syncs
+	// (KAFKA-15906) for the partition.
 	prevU, prevD, lastSyncD int64
 	pending, delayed        Sync
 	hasPending, hasDelayed  bool

@@ -7,7 +7,8 @@ type Sync struct {
 	Downstream int64
 }
 
-// Outcome is the kind of answer a translation gives (spec §4.5, §13.4).
+// Outcome is the kind of answer a translation gives: OffsetSyncStore's
+// translateDownstream answers empty, −1 or an offset.
 type Outcome uint8
 
 const (
