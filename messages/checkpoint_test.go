@@ -10,7 +10,8 @@ import (
 )
 
 func TestCheckpointGolden(t *testing.T) {
-	// mm2-checkpoint-spec.md §7.2.
+	// The bytes of MM2's Checkpoint.recordKey and recordValue: group, renamed
+	// topic and partition; an INT16 version 0, then the offsets and metadata.
 	key := unhex(t, "00 05 61 70 70 2d 31 00 0e 75 73 2d 77 65 73 74 2e 6f 72 64 65 72 73 00 00 00 03")
 	tests := []struct {
 		name  string

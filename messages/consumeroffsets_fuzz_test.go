@@ -9,7 +9,7 @@ import (
 )
 
 func FuzzDecodeOffsetsRecord(f *testing.F) {
-	// The worked examples of consumer-offsets-and-sarama.md §1.9, then every
+	// The worked examples of TestOffsetsRecordGolden, then every
 	// version of an awkward commit, group metadata and record types to skip.
 	commitKey := unhex(f, "00010002673100066f726465727300000003")
 	for _, value := range []string{

@@ -33,7 +33,9 @@ func commit(v int16, offset int64, epoch int32, metadata string, commitTS, expir
 }
 
 func TestOffsetsRecordGolden(t *testing.T) {
-	// consumer-offsets-and-sarama.md §1.4 and §1.9.
+	// Kafka's OffsetCommitKey and OffsetCommitValue, versions 0–4, as the
+	// group coordinator's OffsetCommitKey.json and OffsetCommitValue.json
+	// define them.
 	const commitKey = "00010002673100066f726465727300000003"
 	const ts = 1700000000000 // 0x18BCFE56800
 	tests := []struct {

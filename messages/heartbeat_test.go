@@ -10,8 +10,8 @@ import (
 )
 
 func TestHeartbeatGolden(t *testing.T) {
-	// Laid out by hand from mm2-checkpoint-spec.md §7.3; the Java golden test
-	// checks the same against MM2's class.
+	// Laid out by hand as MM2's Heartbeat.recordKey and recordValue write it;
+	// the Java golden test checks the same against MM2's class.
 	h := messages.Heartbeat{SourceClusterAlias: "us-west", TargetClusterAlias: "eu", Timestamp: 1700000000000}
 	key := unhex(t, "0007 75732d77657374 | 0002 6575")
 	value := unhex(t, "0000 | 0000018bcfe56800")

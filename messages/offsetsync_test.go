@@ -10,7 +10,8 @@ import (
 )
 
 func TestOffsetSyncGolden(t *testing.T) {
-	// mm2-checkpoint-spec.md §7.1.
+	// The bytes of MM2's OffsetSync.recordKey and recordValue: topic and
+	// partition, then upstream and downstream offsets, no version header.
 	s := messages.OffsetSync{
 		TopicPartition:   messages.TopicPartition{Topic: "orders", Partition: 3},
 		UpstreamOffset:   1000,

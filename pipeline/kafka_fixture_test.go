@@ -476,7 +476,8 @@ func syncList(syncs []messages.OffsetSync) string {
 // translation is the test's own answer for a committed source offset g,
 // computed from every offset sync read (not from MM2's 64-slot sparse
 // history): S is the sync with the greatest upstream offset <= g, and the
-// answer is S.d if g == S.u, else S.d+1 (spec §4.5, the +1 rule).
+// answer is S.d if g == S.u, else S.d+1 (the +1 rule of
+// OffsetSyncStore.translateDownstream, KAFKA-12468).
 type translation struct {
 	ok bool // some sync has upstream <= g
 	// want is the answer; a checkpoint may be lower (the sparse history may
@@ -528,7 +529,8 @@ func mm2Translation(syncs []messages.OffsetSync, g int64) (final int64, ok bool,
 // topic in rounds of at most round records per partition, waiting for MM2 to
 // mirror each round, as a steady producer would. MM2 sends at most 10 offset
 // syncs at a time and keeps only the newest queued one per partition, so a
-// burst leaves partitions with hardly any syncs (spec §5.3).
+// burst leaves partitions with hardly any syncs (OffsetSyncWriter's
+// firePendingOffsetSyncs).
 func (f *fixture) produce(t *testing.T, key string, perPartition, round int) {
 	t.Helper()
 	topic := f.topics[key]
@@ -673,8 +675,9 @@ func latestCheckpoints(cps []checkpointRecord) map[messages.TopicPartition]check
 	return out
 }
 
-// mm2Key and mm2Value encode a checkpoint as MM2 does (spec §7.2), written
-// here independently of package messages: big-endian, INT16-length strings.
+// mm2Key and mm2Value encode a checkpoint as MM2's Checkpoint.recordKey and
+// recordValue do, written here independently of package messages: big-endian,
+// INT16-length strings.
 func mm2Key(group, topic string, partition int32) []byte {
 	b := binary.BigEndian.AppendUint16(nil, uint16(len(group)))
 	b = append(b, group...)

@@ -6,11 +6,12 @@ import (
 )
 
 // mm2Store is the test's own model of MM2's OffsetSyncStore for one
-// partition, written from the spec (§4.2, §4.3, §4.5) independently of
-// handlers/translate: 64 slots of sync references, slot 0 the newest, updated
-// as MirrorMaker 2.8+ does after its start-up read (mustReadToEnd false, so
-// no clearing but on an upstream rewind). It is the oracle for "the
-// checkpoint MM2 would write for these syncs".
+// partition, written from OffsetSyncStore's updateSyncArray and
+// translateDownstream independently of handlers/translate: 64 slots of sync
+// references, slot 0 the newest, updated as MirrorMaker 2.8+ does after its
+// start-up read (mustReadToEnd false, so no clearing but on an upstream
+// rewind). It is the oracle for "the checkpoint MM2 would write for these
+// syncs".
 type mm2Store struct {
 	slots *[64]*mm2Sync
 }
@@ -18,7 +19,8 @@ type mm2Store struct {
 // mm2Sync is compared by pointer, as Java compares references.
 type mm2Sync struct{ u, d int64 }
 
-// apply adds a sync read from the offset-syncs topic (spec §4.3).
+// apply adds a sync read from the offset-syncs topic
+// (OffsetSyncStore.updateSyncArray).
 func (st *mm2Store) apply(u, d int64) {
 	x := &mm2Sync{u, d}
 	orig := st.slots
@@ -81,7 +83,7 @@ func spacingOK(x, y *mm2Sync, i int) bool {
 	return bound >= 0 && x.u >= bound
 }
 
-// translate is translateDownstream (spec §4.5): ok is false when there is no
+// translate is OffsetSyncStore.translateDownstream: ok is false when there is no
 // sync at all; -1 means g is older than every usable sync.
 func (st *mm2Store) translate(g int64) (int64, bool) {
 	if st.slots == nil {
@@ -115,7 +117,8 @@ func (st *mm2Store) stored() []int64 {
 	return out
 }
 
-// TestMM2StoreModel checks the oracle against the spec's vectors (§4.6).
+// TestMM2StoreModel checks the oracle against the vectors of MM2's
+// OffsetSyncStoreTest.
 func TestMM2StoreModel(t *testing.T) {
 	var st mm2Store
 	for u := int64(0); u <= 1000; u += 10 {
@@ -131,7 +134,8 @@ func TestMM2StoreModel(t *testing.T) {
 		t.Errorf("after syncs 0..10000: stored %v, want %v", got, want)
 	}
 
-	// Scenario 1 of the spec: after a clearing start-up only 1000 is left.
+	// OffsetSyncStoreTest.testPastOffsetTranslation: after a clearing start-up
+	// only 1000 is left.
 	var cleared mm2Store
 	cleared.apply(1000, 1000)
 	for u := int64(1010); u <= 10000; u += 10 {

@@ -437,8 +437,7 @@ func (f *fixture) testActiveTargetGroup(t *testing.T) {
 // checkpoints nor target commits, even when the checkpoints topic holds a
 // checkpoint for it written by someone else (Java MM2 before the switch to
 // checkpointd, or a deployment with other group filters). MM2 syncs only the
-// checkpoints of its own groups (its CheckpointStore keeps only those, spec
-// §3.2).
+// checkpoints of its own groups (its CheckpointStore keeps only those).
 func (f *fixture) testExcludedGroup(t *testing.T) {
 	const key = "excluded"
 	topic, remote := f.topics[key], f.remote(f.topics[key])

@@ -125,8 +125,9 @@ func TestExpiryDroppedSyncsSpacing(t *testing.T) {
 
 // The n+2 bound is a property of the sequences MM2's test happens to draw, not
 // of every sequence with that spread. A search over other random sequences of
-// the same shape found these; the algorithm follows the spec exactly (the
-// reference port agrees step by step), so they are recorded, not "fixed".
+// the same shape found these; the algorithm follows MM2's updateSyncArray
+// exactly (the reference port agrees step by step), so they are recorded, not
+// "fixed".
 //
 // Counterexample 1, steps uniform in [0, 4) (n = 2, bound 4): before the last
 // sync the store holds one sync per slot, 262 261 260 257 249 242 213 182 69 0;

@@ -12,8 +12,9 @@ import (
 	"github.com/checkpointd/checkpointd/messages"
 )
 
-// offsetSync is an MM2 OffsetSync record (spec §7.1). The real codec lives in
-// package messages; this one only checks the bed against the wire format.
+// offsetSync is an MM2 OffsetSync record (OffsetSync.recordKey, recordValue).
+// The real codec lives in package messages; this one only checks the bed
+// against the wire format.
 type offsetSync struct {
 	tp                   messages.TopicPartition
 	upstream, downstream int64
