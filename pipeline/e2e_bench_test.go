@@ -296,6 +296,12 @@ func (s *e2eShared) run(t *testing.T, ph e2ePhase) {
 	for _, o := range odd {
 		t.Logf("%s: odd: %s", ph.name, o)
 	}
+	// A delay is only meaningful if every commit arrived: one that never
+	// reached the target within the bound is a lost offset, not a slow one.
+	if n, lines := missingCommits(commits, ph.bound); n > 0 {
+		t.Errorf("%s: %d of %d commits did not reach the target group within %s:\n%s",
+			ph.name, n, len(commits), ph.bound, strings.Join(lines, "\n"))
+	}
 	if ph.checkpointd {
 		f.stop(t, in)
 	} else {
@@ -826,6 +832,33 @@ func summarize(commits []*e2eCommit, bound time.Duration) e2eResult {
 	r.cpMedian, r.cpP99 = quantile(cps, 0.5), quantile(cps, 0.99)
 	r.syncMedian, r.syncMax = quantile(syncs, 0.5), quantile(syncs, 1)
 	return r
+}
+
+// missingCommits counts the commits that summarize counts as missing and
+// describes the first 20, each with how far it got.
+func missingCommits(commits []*e2eCommit, bound time.Duration) (n int, lines []string) {
+	const shown = 20
+	for _, c := range commits {
+		if c.err != nil || (!c.seenAt.IsZero() && c.seenAt.Sub(c.at) <= bound) {
+			continue
+		}
+		if n++; n > shown {
+			continue
+		}
+		got := "no checkpoint read"
+		if !c.cpAt.IsZero() {
+			got = fmt.Sprintf("checkpoint read after %s", ms(c.cpAt.Sub(c.at)))
+		}
+		if !c.seenAt.IsZero() {
+			got += fmt.Sprintf(", target reached it after %s", ms(c.seenAt.Sub(c.at)))
+		}
+		lines = append(lines, fmt.Sprintf("  group %s partition %d: commit %d (target offset %d wanted): %s",
+			c.group, c.partition, c.offset, c.want, got))
+	}
+	if n > shown {
+		lines = append(lines, fmt.Sprintf("  and %d more", n-shown))
+	}
+	return n, lines
 }
 
 func mean(ds []time.Duration) time.Duration {
