@@ -95,7 +95,7 @@ func isConnectionKey(name string) bool {
 		strings.HasPrefix(name, "ssl.") || strings.HasPrefix(name, "sasl.")
 }
 
-// clientPrefixes are the key families holding client properties, per MM2 (spec §1.2).
+// clientPrefixes are the key families holding client properties, per MM2's MirrorConnectorConfig.
 var clientPrefixes = []string{
 	"source.cluster.", "target.cluster.",
 	"source.consumer.", "target.consumer.",

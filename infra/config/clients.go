@@ -49,7 +49,7 @@ type clientProp struct {
 	key   string
 }
 
-// clientProps merges a role's client properties with MM2's precedence (spec §1.2,
+// clientProps merges a role's client properties with MM2's precedence (as in
 // MirrorConnectorConfig.sourceConsumerConfig and friends), later layers winning:
 //
 //  1. <side>.cluster.* — connection keys only: bootstrap.servers, security.protocol,

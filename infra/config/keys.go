@@ -30,7 +30,7 @@ const (
 	defaultKafkaVersion      = "4.1.0"
 )
 
-// connectorKeys are the keys of MirrorCheckpointConnector (spec §1.1) and checkpointd's
+// connectorKeys are the keys of MirrorCheckpointConnector (MirrorCheckpointConfig) and checkpointd's
 // own, with MM2's defaults. Defaults that depend on other keys (checkpointd.group.id,
 // checkpointd.health.address) are filled in by build.
 var connectorKeys = []keySpec{
