@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -28,6 +29,11 @@ func ReadCheckpoints(ctx context.Context, cfg *config.Config, logger *slog.Logge
 		return nil, fmt.Errorf("target consumer config: %w", err)
 	}
 	topic := cfg.Policy.CheckpointsTopic(cfg.SourceAlias)
+	// The reader waits for a missing topic (the service starts before MM2
+	// creates it); a one-shot read says so at once instead.
+	if err := checkTopic(cfg, topic); err != nil {
+		return nil, err
+	}
 	latest := map[string]map[messages.TopicPartition]messages.Checkpoint{}
 	rc := kafkalog.ReaderConfig{Brokers: cfg.Target.BootstrapServers, Sarama: sc, Cluster: cfg.TargetAlias, Logger: logger}
 	err = kafkalog.ReadLog(ctx, rc, topic, false, func(r envelope.Record) error {
@@ -61,6 +67,27 @@ func ReadCheckpoints(ctx context.Context, cfg *config.Config, logger *slog.Logge
 		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return out, nil
+}
+
+// checkTopic returns an error naming the target cluster when it cannot be
+// reached or has no topic named topic.
+func checkTopic(cfg *config.Config, topic string) error {
+	sc, err := cfg.SaramaConfig(config.TargetAdmin)
+	if err != nil {
+		return fmt.Errorf("target admin client config: %w", err)
+	}
+	client, err := kafkalog.NewClient(cfg.Target.BootstrapServers, sc)
+	if err != nil {
+		return fmt.Errorf("connect to target cluster %q at %v: %w", cfg.TargetAlias, cfg.Target.BootstrapServers, err)
+	}
+	defer client.Close()
+	if _, err := client.Partitions(topic); err != nil {
+		if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+			return fmt.Errorf("no checkpoints topic %s on target cluster %q: checkpointd (or MM2's MirrorCheckpointConnector) has not written any checkpoint from source %q yet, or the aliases in the config are not theirs", topic, cfg.TargetAlias, cfg.SourceAlias)
+		}
+		return fmt.Errorf("checkpoints topic %s on target cluster %q: %w", topic, cfg.TargetAlias, err)
+	}
+	return nil
 }
 
 // Explanation is what a source commit translates to now and why no newer
