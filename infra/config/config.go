@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -98,7 +100,8 @@ var ErrNoConfig = errors.New("no configuration given")
 // Load reads the file at path (YAML, JSON, Java .properties or an MM2 driver file),
 // applies the environment (entries "KEY=VALUE", as os.Environ returns them) and then
 // sets ("key=value", from --set), and validates the result. Precedence: file <
-// environment < --set.
+// environment < --set. An MM2 driver file must enable exactly one flow; LoadFlows
+// takes every flow.
 //
 // The report lists every warning and problem found. When there are problems, Load
 // returns an *InvalidError along with a Config holding defaults in place of the invalid
@@ -109,31 +112,79 @@ func Load(path string, sets []string, env []string) (*Config, *Report, error) {
 	if err != nil {
 		return nil, &Report{}, err
 	}
-	return load(props, "file", sets, env)
+	return one(loadFlows(props, "file", sets, env))
 }
 
 // FromProperties is Load for properties already in memory.
 func FromProperties(props map[string]string, sets []string, env []string) (*Config, *Report, error) {
-	return load(props, "properties", sets, env)
+	return one(loadFlows(props, "properties", sets, env))
 }
 
-func load(props map[string]string, origin string, sets, env []string) (*Config, *Report, error) {
+// LoadFlows is Load for every flow the file holds: one for a connector config,
+// one per enabled flow (sorted by name, A->B) for an MM2 driver file. Issues
+// name the keys of the file (A.bootstrap.servers, A->B.groups), each once
+// however many flows it concerns.
+func LoadFlows(path string, sets []string, env []string) ([]*Config, *Report, error) {
+	props, err := readFile(path)
+	if err != nil {
+		return nil, &Report{}, err
+	}
+	return loadFlows(props, "file", sets, env)
+}
+
+// FlowsFromProperties is LoadFlows for properties already in memory.
+func FlowsFromProperties(props map[string]string, sets []string, env []string) ([]*Config, *Report, error) {
+	return loadFlows(props, "properties", sets, env)
+}
+
+// one is the single flow of what loadFlows returns.
+func one(cfgs []*Config, rep *Report, err error) (*Config, *Report, error) {
+	switch {
+	case len(cfgs) == 0:
+		return nil, rep, err
+	case len(cfgs) > 1:
+		names := make([]string, len(cfgs))
+		for i, c := range cfgs {
+			names[i] = c.String()
+		}
+		rep.Problems = append(rep.Problems, Issue{Key: "clusters", Message: fmt.Sprintf(
+			"this command takes one flow, and %d are enabled (%s); pick one by turning the others off (--set %s.enabled=false); run and validate take them all",
+			len(cfgs), strings.Join(names, ", "), names[len(names)-1])})
+		return nil, rep, rep.Err()
+	}
+	return cfgs[0], rep, err
+}
+
+func loadFlows(props map[string]string, origin string, sets, env []string) ([]*Config, *Report, error) {
 	rep := &Report{}
 	s := newSettings(props, origin)
 	before, after := overrides(s, env, sets, rep)
 	s.apply(before)
-	if isDriverStyle(s) {
-		mapped, err := fromDriverStyle(s, rep)
-		if err != nil {
-			rep.Problems = append(rep.Problems, Issue{Message: err.Error()})
-			return nil, rep, rep.Err()
-		}
-		s = mapped
+	if !isDriverStyle(s) {
+		s.apply(after)
+		res, bad := resolveProviders(s, env, rep)
+		cfg := build(s, rep, bad, res)
+		return []*Config{cfg}, rep, rep.Err()
 	}
-	s.apply(after)
-	res, bad := resolveProviders(s, env, rep)
-	cfg := build(s, rep, bad, res)
-	return cfg, rep, rep.Err()
+	flows, err := fromDriverStyle(s, rep)
+	if err != nil {
+		rep.Problems = append(rep.Problems, Issue{Message: err.Error()})
+		return nil, rep, rep.Err()
+	}
+	cfgs := make([]*Config, len(flows))
+	reps := make([]*Report, len(flows))
+	for i, f := range flows {
+		f.s.apply(after)
+		for _, o := range after {
+			f.fileKeys[o.key] = o.key // set as a connector key: named as given
+		}
+		reps[i] = &Report{}
+		res, bad := resolveProviders(f.s, env, reps[i])
+		cfgs[i] = build(f.s, reps[i], bad, res)
+	}
+	mergeFlows(rep, reps, flows)
+	checkFlowsTogether(cfgs, flows, rep)
+	return cfgs, rep, rep.Err()
 }
 
 // String names the flow, for logs.
