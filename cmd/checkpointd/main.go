@@ -23,6 +23,14 @@ Usage:
   checkpointd run       --config FILE [--set key=value ...]   run the service
   checkpointd validate  --config FILE [--set key=value ...]   print the effective config and every problem
   checkpointd translate --config FILE --group G [...]         translated offsets from the checkpoints topic
+      --group G (repeatable) | --all-groups                   which groups (default: all; --apply needs one)
+      --format table|json|csv                                 csv: the reset plan of kafka-consumer-groups
+                                                              --reset-offsets --from-file (topic,partition,offset
+                                                              with one --group, else group,topic,partition,offset)
+      --explain                                               why each partition is where it is
+      --apply [--execute]                                     plan (dry run), or with --execute commit, the
+                                                              translated offsets into idle target groups; never
+                                                              lowers an offset; fails if a partition is not committed
   checkpointd inspect   --config FILE --topic NAME            decode MM2 internal topics and __consumer_offsets
   checkpointd version
 
