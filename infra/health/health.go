@@ -75,6 +75,18 @@ func (r *Registry) Stage(name, cluster string, retryGap time.Duration) *Stage {
 	return s
 }
 
+// Stages names every stage and its cluster, in the order they were added:
+// what /readyz says a pipeline is made of.
+func (r *Registry) Stages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, len(r.stages))
+	for i, s := range r.stages {
+		out[i] = s.name + " on " + s.cluster
+	}
+	return out
+}
+
 // Check returns nil when no stage has been failing for longer than the
 // timeout, else an error naming each failing stage, its cluster, for how
 // long and the last error, on one line.

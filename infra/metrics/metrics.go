@@ -31,7 +31,8 @@ type Config struct {
 	// (checkpointd.metrics.group.labels); off, the group label is empty.
 	GroupLabels bool
 	// Registry to register in; nil makes a new one with the Go and process
-	// collectors.
+	// collectors. Several Metrics, one per flow (Source, Target), may share
+	// one registry.
 	Registry *prometheus.Registry
 	// LatencyBuckets are the buckets (seconds) of the latency and delay
 	// histograms; nil means DefaultLatencyBuckets.
@@ -66,8 +67,9 @@ var DefaultLatencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5,
 
 // Metrics holds checkpointd's collectors. Safe for concurrent use.
 type Metrics struct {
-	cfg Config
-	reg *prometheus.Registry
+	cfg  Config
+	reg  *prometheus.Registry
+	flow prometheus.Registerer // reg, labelling each collector with the flow
 
 	emitted      *prometheus.CounterVec
 	skipped      *prometheus.CounterVec
@@ -94,50 +96,53 @@ func New(cfg Config) *Metrics {
 	if cfg.LatencyBuckets == nil {
 		cfg.LatencyBuckets = DefaultLatencyBuckets
 	}
-	flow := prometheus.Labels{"source": cfg.Source, "target": cfg.Target}
-	m := &Metrics{cfg: cfg, reg: cfg.Registry, gauges: make(map[string]prometheus.Collector),
-		router: newRouterMetrics(cfg.Registry)}
+	// Every collector of the flow carries its source and target, so that the
+	// flows of one process share one registry (the Go and process collectors
+	// are the registry's, once).
+	flow := prometheus.WrapRegistererWith(prometheus.Labels{"source": cfg.Source, "target": cfg.Target}, cfg.Registry)
+	m := &Metrics{cfg: cfg, reg: cfg.Registry, flow: flow, gauges: make(map[string]prometheus.Collector),
+		router: newRouterMetrics(flow)}
 	m.emitted = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "checkpoints_emitted_total", ConstLabels: flow,
+		Namespace: Namespace, Name: "checkpoints_emitted_total",
 		Help: "Checkpoints decided and queued for the target's checkpoints topic.",
 	}, []string{"group", "topic"})
 	m.skipped = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "checkpoints_skipped_total", ConstLabels: flow,
+		Namespace: Namespace, Name: "checkpoints_skipped_total",
 		Help: "Evaluations of a (group, partition) that gave no checkpoint, by reason.",
 	}, []string{"group", "reason"})
 	m.malformed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "records_malformed_total", ConstLabels: flow,
+		Namespace: Namespace, Name: "records_malformed_total",
 		Help: "Records that could not be decoded and were passed over, by topic.",
 	}, []string{"topic"})
 	m.gate = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: Namespace, Name: "gate_open", ConstLabels: flow,
+		Namespace: Namespace, Name: "gate_open",
 		Help: "1 once the offset syncs and the checkpoints were read to their end and translation started.",
 	})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Name: "checkpoint_latency_seconds", ConstLabels: flow, Buckets: cfg.LatencyBuckets,
+		Namespace: Namespace, Name: "checkpoint_latency_seconds", Buckets: cfg.LatencyBuckets,
 		Help: "Time from the source commit to the checkpoint being emitted, per partition (MM2's checkpoint-latency-ms).",
 	}, []string{"group", "topic", "partition"})
 	m.targetResult = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "target_commits_total", ConstLabels: flow,
+		Namespace: Namespace, Name: "target_commits_total",
 		Help: "Outcomes of attempts to commit a checkpoint into a target group partition, by reason (committed or why not).",
 	}, []string{"group", "reason"})
 	m.commitDelay = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Name: "target_commit_delay_seconds", ConstLabels: flow, Buckets: cfg.LatencyBuckets,
+		Namespace: Namespace, Name: "target_commit_delay_seconds", Buckets: cfg.LatencyBuckets,
 		Help: "Time from the checkpoint record's timestamp to its commit into the target group.",
 	}, []string{"group", "topic", "partition"})
 	m.endToEnd = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Name: "end_to_end_delay_seconds", ConstLabels: flow, Buckets: cfg.LatencyBuckets,
+		Namespace: Namespace, Name: "end_to_end_delay_seconds", Buckets: cfg.LatencyBuckets,
 		Help: "Time from the source commit to the target commit, for target commits of checkpoints emitted by this instance.",
 	}, []string{"group", "topic", "partition"})
 	m.readerLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: Namespace, Name: "reader_lag_records", ConstLabels: flow,
+		Namespace: Namespace, Name: "reader_lag_records",
 		Help: "Records between a reader's position and the partition's high watermark, per topic and partition.",
 	}, []string{"topic", "partition"})
 	m.readerOffset = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: Namespace, Name: "reader_offset", ConstLabels: flow,
+		Namespace: Namespace, Name: "reader_offset",
 		Help: "Offset of the last record a reader handled, per topic and partition.",
 	}, []string{"topic", "partition"})
-	m.reg.MustRegister(m.emitted, m.skipped, m.malformed, m.gate, m.latency, m.targetResult,
+	m.flow.MustRegister(m.emitted, m.skipped, m.malformed, m.gate, m.latency, m.targetResult,
 		m.commitDelay, m.endToEnd, m.readerLag, m.readerOffset)
 	return m
 }
@@ -216,7 +221,6 @@ func (m *Metrics) ReaderRecord(topic string, p int32, offset, highWatermark int6
 func (m *Metrics) GaugeFunc(name, help string, f func() float64) {
 	m.registerFunc(name, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: name, Help: help,
-		ConstLabels: prometheus.Labels{"source": m.cfg.Source, "target": m.cfg.Target},
 	}, f))
 }
 
@@ -225,7 +229,6 @@ func (m *Metrics) GaugeFunc(name, help string, f func() float64) {
 func (m *Metrics) CounterFunc(name, help string, f func() float64) {
 	m.registerFunc(name, prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Namespace: Namespace, Name: name, Help: help,
-		ConstLabels: prometheus.Labels{"source": m.cfg.Source, "target": m.cfg.Target},
 	}, f))
 }
 
@@ -233,8 +236,8 @@ func (m *Metrics) registerFunc(name string, c prometheus.Collector) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old, ok := m.gauges[name]; ok {
-		m.reg.Unregister(old)
+		m.flow.Unregister(old)
 	}
-	m.reg.MustRegister(c)
+	m.flow.MustRegister(c)
 	m.gauges[name] = c
 }

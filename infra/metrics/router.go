@@ -96,5 +96,5 @@ func (rm *routerMetrics) collectors(msg *message.Message) *handlerCollectors {
 // Call it before the router runs.
 func (m *Metrics) AddRouter(r *message.Router) {
 	r.AddMiddleware(m.router.middleware)
-	r.AddPublisherDecorators(wmetrics.NewPrometheusMetricsBuilder(m.reg, Namespace, "router").DecoratePublisher)
+	r.AddPublisherDecorators(wmetrics.NewPrometheusMetricsBuilder(m.flow, Namespace, "router").DecoratePublisher)
 }

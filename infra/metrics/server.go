@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,10 +18,21 @@ import (
 type ReadyFunc func(ctx context.Context) error
 
 // Health answers /healthz and /readyz. Until a readiness check is set, the
-// service is alive but not ready.
+// service is alive but not ready. A process running several flows joins a
+// Health per flow into one (Join): ready when every flow is, with a line per
+// flow in the bodies.
 type Health struct {
-	mu    sync.Mutex
-	ready ReadyFunc
+	mu     sync.Mutex
+	ready  ReadyFunc
+	stages func() []string // what the part is made of, for the bodies; nil: not said
+	parts  []Part
+}
+
+// Part is one part of the service with a readiness of its own, such as one
+// flow of several.
+type Part struct {
+	Name   string
+	Health *Health
 }
 
 // SetReady sets the readiness check.
@@ -30,15 +42,78 @@ func (h *Health) SetReady(f ReadyFunc) {
 	h.mu.Unlock()
 }
 
-// Ready runs the readiness check.
+// SetStages sets what names the stages the readiness check covers, for the
+// lines of a part in its whole's bodies.
+func (h *Health) SetStages(f func() []string) {
+	h.mu.Lock()
+	h.stages = f
+	h.mu.Unlock()
+}
+
+// Join makes h ready when every part is, and names each part, its state and
+// its stages on a line of its own in /readyz and /healthz.
+func (h *Health) Join(parts ...Part) {
+	h.mu.Lock()
+	h.parts = parts
+	h.ready = nil
+	h.mu.Unlock()
+}
+
+// Ready runs the readiness check: of every part at once, if h has parts.
 func (h *Health) Ready(ctx context.Context) error {
 	h.mu.Lock()
-	f := h.ready
+	f, parts := h.ready, h.parts
 	h.mu.Unlock()
+	if len(parts) > 0 {
+		var reasons []string
+		for i, err := range readyParts(ctx, parts) {
+			if err != nil {
+				reasons = append(reasons, parts[i].Name+": "+err.Error())
+			}
+		}
+		if len(reasons) > 0 {
+			return errors.New(strings.Join(reasons, "; "))
+		}
+		return nil
+	}
 	if f == nil {
 		return errors.New("starting")
 	}
 	return f(ctx)
+}
+
+// readyParts checks the parts concurrently: each may wait for its clusters
+// for a while, and /readyz answers within readyTimeout however many there are.
+func readyParts(ctx context.Context, parts []Part) []error {
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Go(func() { errs[i] = p.Health.Ready(ctx) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// partLines are the lines naming each part, its state (state when ready, or
+// "not ready: why") and its stages.
+func (h *Health) partLines(parts []Part, errs []error, state string) string {
+	var b strings.Builder
+	for i, p := range parts {
+		fmt.Fprintf(&b, "%s: ", p.Name)
+		if errs != nil && errs[i] != nil {
+			fmt.Fprintf(&b, "not ready: %v", errs[i])
+		} else {
+			b.WriteString(state)
+		}
+		p.Health.mu.Lock()
+		stages := p.Health.stages
+		p.Health.mu.Unlock()
+		if stages != nil {
+			fmt.Fprintf(&b, " (stages: %s)", strings.Join(stages(), ", "))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // readyTimeout bounds one readiness check: /readyz answers within a second,
@@ -50,17 +125,41 @@ func (h *Health) Register(mux *http.ServeMux) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
+		h.mu.Lock()
+		parts := h.parts
+		h.mu.Unlock()
+		fmt.Fprint(w, h.partLines(parts, nil, "running"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 		defer cancel()
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if err := h.Ready(ctx); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, "not ready:", err)
+		h.mu.Lock()
+		parts := h.parts
+		h.mu.Unlock()
+		if len(parts) == 0 {
+			if err := h.Ready(ctx); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintln(w, "not ready:", err)
+				return
+			}
+			fmt.Fprintln(w, "ready")
 			return
 		}
-		fmt.Fprintln(w, "ready")
+		errs := readyParts(ctx, parts)
+		var failing []string
+		for i, err := range errs {
+			if err != nil {
+				failing = append(failing, parts[i].Name)
+			}
+		}
+		if len(failing) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "not ready: %s\n", strings.Join(failing, ", "))
+		} else {
+			fmt.Fprintln(w, "ready")
+		}
+		fmt.Fprint(w, h.partLines(parts, errs, "ready"))
 	})
 }
 
