@@ -9,8 +9,13 @@ import (
 	"os"
 	runtimemetrics "runtime/metrics"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/infra/metrics"
@@ -29,21 +34,41 @@ func (c *configFlags) register(fs *flag.FlagSet) {
 	fs.Var(&c.sets, "set", "override one property, key=value (repeatable)")
 }
 
-// load reads the config, prints its warnings, and fails on any problem.
+// load reads the config of one flow, prints its warnings, and fails on any
+// problem.
 func (c *configFlags) load(stderr io.Writer) (*config.Config, error) {
 	if c.path == "" {
 		return nil, fmt.Errorf("--config is required")
 	}
 	cfg, report, err := config.Load(c.path, c.sets, os.Environ())
-	if report != nil {
-		for _, w := range report.Warnings {
-			fmt.Fprintln(stderr, "warning:", w)
-		}
-	}
+	printWarnings(stderr, report)
 	if err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// loadFlows reads the config of every flow (one, or each enabled flow of an
+// MM2 driver file), prints its warnings, and fails on any problem.
+func (c *configFlags) loadFlows(stderr io.Writer) ([]*config.Config, error) {
+	if c.path == "" {
+		return nil, fmt.Errorf("--config is required")
+	}
+	cfgs, report, err := config.LoadFlows(c.path, c.sets, os.Environ())
+	printWarnings(stderr, report)
+	if err != nil {
+		return nil, err
+	}
+	return cfgs, nil
+}
+
+func printWarnings(w io.Writer, report *config.Report) {
+	if report == nil {
+		return
+	}
+	for _, issue := range report.Warnings {
+		fmt.Fprintln(w, "warning:", issue)
+	}
 }
 
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
@@ -68,10 +93,13 @@ func runService(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := cf.load(stderr)
+	cfgs, err := cf.loadFlows(stderr)
 	if err != nil {
 		return err
 	}
+	// The process's own settings (log, metrics and health addresses) are the
+	// same in every flow: the config refuses flows that differ on them.
+	cfg := cfgs[0]
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
@@ -87,10 +115,13 @@ func runService(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	logger := newLogger(cfg, stderr)
 	slog.SetDefault(logger)
-	logger.Info("starting checkpointd", "version", version,
-		"flow", cfg.SourceAlias+"->"+cfg.TargetAlias, "sync_group_offsets", cfg.SyncGroupOffsets)
+	names := make([]string, len(cfgs))
+	for i, c := range cfgs {
+		names[i] = c.String()
+	}
+	logger.Info("starting checkpointd", "version", version, "flows", strings.Join(names, ", "))
 
-	opts := []pipeline.Option{pipeline.WithLogger(logger)}
+	var opts []pipeline.Option
 	tracing, err := otlp.Setup(ctx, otlp.Options{ServiceVersion: version, Logger: logger})
 	if err != nil {
 		return err
@@ -106,33 +137,77 @@ func runService(ctx context.Context, args []string, _, stderr io.Writer) error {
 		opts = append(opts, pipeline.WithTracing(tracing.TracerProvider()), pipeline.WithPropagator(tracing.Propagator()))
 	}
 
-	// Metrics and health are served from the start: alive while connecting,
-	// ready once the pipeline's gate is open.
-	var health metrics.Health
-	var m *metrics.Metrics
+	// One metrics and health server for every flow: each flow's metrics carry
+	// its source and target, and the process is ready when every flow is.
+	flows := make([]*flow, len(cfgs))
+	var reg *prometheus.Registry
 	if cfg.MetricsAddress != "" {
-		m = metrics.New(metrics.Config{Source: cfg.SourceAlias, Target: cfg.TargetAlias, GroupLabels: cfg.MetricsGroupLabels})
-		opts = append(opts, pipeline.WithMetrics(m))
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	parts := make([]metrics.Part, len(cfgs))
+	for i, c := range cfgs {
+		f := &flow{cfg: c, health: &metrics.Health{}}
+		if reg != nil {
+			f.metrics = metrics.New(metrics.Config{Source: c.SourceAlias, Target: c.TargetAlias, GroupLabels: c.MetricsGroupLabels, Registry: reg})
+		}
+		flows[i], parts[i] = f, metrics.Part{Name: c.String(), Health: f.health}
+	}
+	health := flows[0].health
+	if len(flows) > 1 {
+		health = &metrics.Health{}
+		health.Join(parts...)
 	}
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan struct{})
 	defer func() { stopServing(); <-served }()
-	if err := serveObservability(serveCtx, cfg, m, &health, logger, served); err != nil {
+	// Any flow's metrics serve the registry they all share.
+	if err := serveObservability(serveCtx, cfg, flows[0].metrics, health, logger, served); err != nil {
 		return err
 	}
 
-	startCtx, cancel := context.WithTimeout(ctx, cfg.AdminTimeout+30*time.Second)
-	p, err := pipeline.New(startCtx, cfg, opts...)
-	cancel()
-	if err != nil {
-		return err
-	}
-	health.SetReady(p.Ready)
-	t := p.Topics()
-	logger.Info("pipeline ready", "offset_syncs", t.OffsetSyncs, "checkpoints", t.Checkpoints)
-	err = p.Run(ctx)
+	err = runFlows(ctx, flows, opts, logger)
 	logger.Info("checkpointd stopped", "error", err)
 	return err
+}
+
+// flow is one source->target flow of the process.
+type flow struct {
+	cfg     *config.Config
+	health  *metrics.Health
+	metrics *metrics.Metrics // nil: metrics off
+}
+
+// runFlows builds and runs a pipeline per flow, all at once, until ctx ends
+// or one of them fails, which stops the others. The error names the flow.
+func runFlows(ctx context.Context, flows []*flow, opts []pipeline.Option, logger *slog.Logger) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, f := range flows {
+		g.Go(func() error {
+			name := f.cfg.String()
+			log := logger.With("flow", name)
+			fopts := append(slices.Clone(opts), pipeline.WithLogger(log))
+			if f.metrics != nil {
+				fopts = append(fopts, pipeline.WithMetrics(f.metrics))
+			}
+			startCtx, cancel := context.WithTimeout(gctx, f.cfg.AdminTimeout+30*time.Second)
+			p, err := pipeline.New(startCtx, f.cfg, fopts...)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("flow %s: %w", name, err)
+			}
+			f.health.SetReady(p.Ready)
+			f.health.SetStages(p.Stages)
+			t := p.Topics()
+			log.Info("pipeline ready", "offset_syncs", t.OffsetSyncs, "checkpoints", t.Checkpoints,
+				"sync_group_offsets", f.cfg.SyncGroupOffsets, "group_id", f.cfg.GroupID)
+			if err := p.Run(gctx); err != nil {
+				return fmt.Errorf("flow %s: %w", name, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -146,9 +221,13 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if cf.path == "" {
 		return fmt.Errorf("--config is required")
 	}
-	cfg, report, err := config.Load(cf.path, cf.sets, os.Environ())
-	if cfg != nil {
-		fmt.Fprintln(stdout, "# effective configuration (secrets redacted)")
+	cfgs, report, err := config.LoadFlows(cf.path, cf.sets, os.Environ())
+	for _, cfg := range cfgs {
+		header := "# effective configuration (secrets redacted)"
+		if len(cfgs) > 1 {
+			header = "# flow " + cfg.String() + ": effective configuration (secrets redacted)"
+		}
+		fmt.Fprintln(stdout, header)
 		var provided []string
 		for _, kv := range cfg.Effective() {
 			fmt.Fprintf(stdout, "%s=%s\n", kv.Key, kv.Value)
@@ -168,6 +247,10 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if err != nil {
 		return err
+	}
+	if len(cfgs) > 1 {
+		fmt.Fprintf(stdout, "configuration is valid: %d flows\n", len(cfgs))
+		return nil
 	}
 	fmt.Fprintln(stdout, "configuration is valid")
 	return nil
