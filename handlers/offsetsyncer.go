@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"strconv"
 	"sync"
@@ -37,6 +38,15 @@ type OffsetSyncerConfig struct {
 	BatchSize int
 	// CommitConcurrency bounds the commits in flight at once, one group each.
 	CommitConcurrency int
+	// FollowRewinds moves an idle target group back when its source group
+	// went back (reset, or deleted and re-created lower) and the target's
+	// offset is still the one checkpointd last committed there
+	// (checkpointd.sync.follow.source.rewinds). It needs CommitLog; without
+	// one it is off.
+	FollowRewinds bool
+	// CommitLog keeps what checkpointd committed, on the target cluster, so
+	// that the knowledge survives restarts and lease hand-overs.
+	CommitLog CommitLog
 	// Propagator reads the trace context a checkpoint record carries, for
 	// the commit span's links. Nil: W3C Trace Context.
 	Propagator propagation.TextMapPropagator
@@ -44,6 +54,19 @@ type OffsetSyncerConfig struct {
 	// (Observer.TargetResult). Nil: NopObserver.
 	Observer Observer
 	Logger   *slog.Logger
+}
+
+// CommitLog records which offsets checkpointd committed into target groups.
+// A record lost (a crash between a commit and its record) only makes the
+// commit stage more careful: the target offset then no longer matches, and
+// the group is not moved back.
+type CommitLog interface {
+	// Load returns, per group and target partition, the offset checkpointd
+	// last committed.
+	Load(ctx context.Context) (map[string]map[messages.TopicPartition]int64, error)
+	// Append records offsets about to be committed (the downstream offset
+	// and metadata of each checkpoint), and returns once they are written.
+	Append(ctx context.Context, commits []messages.Checkpoint) error
 }
 
 // Defaults of OffsetSyncerConfig.
@@ -63,6 +86,13 @@ type OffsetSyncer struct {
 	mu      sync.Mutex
 	live    bool
 	pending map[string]*pendingGroup
+	// gen counts lease changes, so that a CommitLog load that straddles one
+	// is dropped.
+	gen uint64
+	// ours is what checkpointd last committed per group and partition, with
+	// FollowRewinds: loaded from the CommitLog once per lease (nil until
+	// then), then kept up to date by the commits.
+	ours map[string]map[messages.TopicPartition]int64
 }
 
 type pendingGroup struct {
@@ -126,6 +156,9 @@ func NewOffsetSyncer(cfg OffsetSyncerConfig) *OffsetSyncer {
 	if cfg.Propagator == nil {
 		cfg.Propagator = propagation.TraceContext{}
 	}
+	if cfg.CommitLog == nil {
+		cfg.FollowRewinds = false
+	}
 	return &OffsetSyncer{cfg: cfg, wake: make(chan struct{}, 1), pending: make(map[string]*pendingGroup)}
 }
 
@@ -137,6 +170,8 @@ func (s *OffsetSyncer) HandleCheckpoint(msg *message.Message) error {
 		case envelope.Assigned, envelope.Revoked:
 			s.live = false
 			s.pending = make(map[string]*pendingGroup)
+			s.gen++
+			s.ours = nil
 		case envelope.CaughtUp:
 			s.live = true
 			s.cfg.Logger.Info("commit stage caught up with the checkpoints topic", "groups_pending", len(s.pending))
@@ -254,10 +289,46 @@ func (s *OffsetSyncer) Run(ctx context.Context) error {
 // Round makes one sync attempt for every group that is due, BatchSize
 // groups at a time.
 func (s *OffsetSyncer) Round(ctx context.Context, now time.Time) {
+	if !s.loadCommitLog(ctx) {
+		return
+	}
 	due := s.dueGroups(now)
 	for start := 0; start < len(due) && ctx.Err() == nil; start += s.cfg.BatchSize {
 		s.syncBatch(ctx, due[start:min(start+s.cfg.BatchSize, len(due))], now)
 	}
+}
+
+// loadCommitLog reads what checkpointd committed, once per lease, before
+// the first round that could move a group back. It reports whether the round
+// may go on: when the log cannot be read, nothing is decided (a partition
+// settled without that knowledge would not be moved back later), and the
+// next round tries again.
+func (s *OffsetSyncer) loadCommitLog(ctx context.Context) bool {
+	if !s.cfg.FollowRewinds {
+		return true
+	}
+	s.mu.Lock()
+	live, loaded, gen := s.live, s.ours != nil, s.gen
+	s.mu.Unlock()
+	if !live || loaded {
+		return true
+	}
+	ours, err := s.cfg.CommitLog.Load(ctx)
+	if err != nil {
+		s.cfg.Logger.Error("reading what checkpointd committed into target groups failed; target groups are synced once it can be read",
+			"retry_in", s.cfg.RetryInterval, "error", err)
+		return false
+	}
+	if ours == nil {
+		ours = make(map[string]map[messages.TopicPartition]int64)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen {
+		return false // the lease changed meanwhile; the next round loads again
+	}
+	s.ours = ours
+	return true
 }
 
 // syncBatch syncs a batch of due groups: it describes them, reads the
@@ -286,7 +357,38 @@ func (s *OffsetSyncer) syncBatch(ctx context.Context, batch []work, now time.Tim
 		}
 		commits = append(commits, commitJob{work: w, plan: plan})
 	}
+	if !s.writeAhead(ctx, commits, now) {
+		return
+	}
 	s.commitAll(ctx, commits, now)
+}
+
+// writeAhead records, with FollowRewinds, the offsets about to be committed
+// in the CommitLog before committing them, in one write for the batch: a
+// commit that then fails leaves a record the target does not match, which
+// only keeps that group from being moved back. When the write fails nothing
+// is committed (the groups are retried), so that the log never misses an
+// offset checkpointd wrote.
+func (s *OffsetSyncer) writeAhead(ctx context.Context, jobs []commitJob, now time.Time) bool {
+	if !s.cfg.FollowRewinds || len(jobs) == 0 {
+		return true
+	}
+	var planned []messages.Checkpoint
+	for _, j := range jobs {
+		for tp, cp := range j.plan.Commit {
+			planned = append(planned, messages.Checkpoint{Group: j.group, TopicPartition: tp,
+				DownstreamOffset: cp.Downstream, Metadata: cp.Metadata})
+		}
+	}
+	if err := s.cfg.CommitLog.Append(ctx, planned); err != nil {
+		s.cfg.Logger.Error("recording the offsets to commit in the commit log failed; not committing them, retrying later",
+			"groups", len(jobs), "error", err)
+		for _, j := range jobs {
+			s.settle(j.work, allReason(j.work, targetgroup.Retriable), now)
+		}
+		return false
+	}
+	return true
 }
 
 // describe returns the target state of every group of batch; a group the
@@ -364,6 +466,12 @@ func (s *OffsetSyncer) input(w work, target targetgroup.Group, current map[messa
 	if target.Writable() {
 		in.Current, in.Existing = current, existing
 	}
+	if s.cfg.FollowRewinds {
+		in.FollowRewinds = true
+		s.mu.Lock()
+		in.Ours = maps.Clone(s.ours[w.group])
+		s.mu.Unlock()
+	}
 	return in
 }
 
@@ -403,14 +511,41 @@ func (s *OffsetSyncer) commit(ctx context.Context, j commitJob, now time.Time) {
 	if err != nil {
 		s.cfg.Logger.Error("committing target group offsets failed; retrying later", "group", j.group, "error", err)
 	}
-	for tp := range j.plan.Commit {
+	written := make(map[messages.TopicPartition]int64)
+	for tp, cp := range j.plan.Commit {
 		r, ok := res[tp]
 		if !ok {
 			r = targetgroup.Retriable
 		}
+		if r == targetgroup.Committed {
+			written[tp] = cp.Downstream
+			if j.plan.Rewinds[tp] {
+				r = targetgroup.Rewound
+			}
+		}
 		outcome[tp] = r
 	}
 	s.settle(j.work, outcome, now)
+	s.remember(j.group, written)
+}
+
+// remember keeps what was just committed into group, for FollowRewinds (the
+// CommitLog has it already: writeAhead).
+func (s *OffsetSyncer) remember(group string, written map[messages.TopicPartition]int64) {
+	if !s.cfg.FollowRewinds || len(written) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ours == nil {
+		return
+	}
+	g := s.ours[group]
+	if g == nil {
+		g = make(map[messages.TopicPartition]int64, len(written))
+		s.ours[group] = g
+	}
+	maps.Copy(g, written)
 }
 
 // work is a snapshot of one group's pending checkpoints.
@@ -503,7 +638,12 @@ func topicsOf(w work) []string { return topicsOfAll([]work{w}) }
 // settled reports whether a partition needs no further attempt for the
 // checkpoint that was tried: it was written, or the target is already there.
 func settled(r targetgroup.Reason) bool {
-	return r == targetgroup.Committed || r == targetgroup.TargetAhead || r == targetgroup.InvalidCheckpoint
+	switch r {
+	case targetgroup.Committed, targetgroup.Rewound, targetgroup.TargetAhead, targetgroup.TargetAheadMovedByConsumer,
+		targetgroup.TargetAheadNotOurs, targetgroup.InvalidCheckpoint:
+		return true
+	}
+	return false
 }
 
 // settle records the outcome: settled partitions leave the pending set unless

@@ -24,6 +24,8 @@ const (
 	StageCheckpointWriter   = "checkpoint publisher"
 	StageCommitLease        = "commit lease"
 	StageTargetCommits      = "target commits"
+	StageCommitLogReader    = "commit log reader"
+	StageCommitLogWriter    = "commit log writer"
 )
 
 // readerRetryGap is the longest pause of the readers' and the outbox's

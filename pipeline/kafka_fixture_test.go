@@ -18,10 +18,10 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 	"github.com/checkpointd/checkpointd/pipeline"
 )
 
@@ -250,12 +250,28 @@ func (f *fixture) stop(t *testing.T, in *instance) {
 // decisions records and logs checkpointd's decisions (pipeline.WithObserver):
 // what was emitted and the last outcome per (group, partition).
 type decisions struct {
-	handlers.NopObserver // TargetResult
-	log                  *slog.Logger
+	log *slog.Logger
 
 	mu      sync.Mutex
 	emitted []messages.Checkpoint
-	last    map[groupPartition]string // "emitted" or the skip reason
+	last    map[groupPartition]string             // "emitted" or the skip reason
+	targets map[groupPartition]targetgroup.Reason // the commit stage's last outcome
+}
+
+func (d *decisions) TargetResult(group string, tp messages.TopicPartition, r targetgroup.Reason, _, _ time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.targets == nil {
+		d.targets = make(map[groupPartition]targetgroup.Reason)
+	}
+	d.targets[groupPartition{group, tp.Partition}] = r
+}
+
+// targetOutcome is the commit stage's last outcome for (group, partition).
+func (d *decisions) targetOutcome(group string, partition int32) targetgroup.Reason {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.targets[groupPartition{group, partition}]
 }
 
 type groupPartition struct {

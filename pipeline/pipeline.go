@@ -35,6 +35,7 @@ type Pipeline struct {
 	checkpointer *handlers.Checkpointer
 	outbox       *handlers.Outbox
 	syncer       *handlers.OffsetSyncer
+	commitLog    *kafkalog.CommitLog // with FollowSourceRewinds
 
 	translate *message.Router
 	commit    *message.Router // nil when sync.group.offsets.enabled=false
@@ -122,6 +123,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	}
 	p.closers = append(p.closers, pub.Close)
 	target := clusterName("target", p.cfg.TargetAlias)
+	producer := pub // the commit log writes through it too, reporting to its own stage
 	pub = healthPublisher{Publisher: pub, stage: p.health.Stage(StageCheckpointWriter, target, readerRetryGap)}
 	p.outbox = handlers.NewOutbox(pub, topics.Checkpoints, handlers.DefaultOutboxBatch, log, handlers.WithPropagator(p.opts.propagator))
 
@@ -183,6 +185,11 @@ func (p *Pipeline) build(ctx context.Context) error {
 	}
 
 	// Commit stage.
+	if p.cfg.SyncGroupOffsets && p.cfg.FollowSourceRewinds {
+		if p.commitLog, err = p.newCommitLog(ctx, targetAdmin, producer); err != nil {
+			return err
+		}
+	}
 	if p.cfg.SyncGroupOffsets || len(p.opts.checkpointHandlers) > 0 {
 		if err := p.buildCommitRouter(topics, targetClient); err != nil {
 			return err
@@ -288,6 +295,10 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 		if p.opts.tracer != nil {
 			target = telemetry.TraceTargetGroups(target, p.opts.tracer)
 		}
+		var commitLog handlers.CommitLog
+		if p.commitLog != nil { // a nil *CommitLog in the interface would not be nil
+			commitLog = p.commitLog
+		}
 		p.syncer = handlers.NewOffsetSyncer(handlers.OffsetSyncerConfig{
 			Target:        target,
 			Groups:        p.groupFilter,
@@ -297,6 +308,8 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			CommitConcurrency: 2 * conns,
 			Observer:          p.observer(),
 			Propagator:        p.opts.propagator,
+			FollowRewinds:     p.cfg.FollowSourceRewinds,
+			CommitLog:         commitLog,
 			Logger:            p.logger,
 		})
 		// The commit stage takes checkpoints in batches (each record with
@@ -375,6 +388,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		defer close(outboxDone)
 		_ = p.outbox.Run(outboxCtx, 10*time.Second)
 	}()
+
 	g.Go(func() error { return runRouter(gctx, p.translate) })
 	g.Go(func() error { return p.checkpointer.RunRefresh(gctx) })
 	if p.commit != nil {
@@ -423,4 +437,31 @@ func (p *Pipeline) observer() handlers.Observer {
 		obs = append(obs, p.opts.metrics)
 	}
 	return handlers.JoinObservers(obs...)
+}
+
+// newCommitLog makes sure the commit log topic exists on the target and
+// returns the log, written through pub (the checkpoint publisher's producer,
+// reporting to a stage of its own).
+func (p *Pipeline) newCommitLog(ctx context.Context, targetAdmin sarama.ClusterAdmin, pub message.Publisher) (*kafkalog.CommitLog, error) {
+	topic := kafkalog.CommitLogTopic(p.cfg.SourceAlias)
+	// As replicated as the checkpoints topic, which may have been created
+	// beforehand with another factor than checkpoints.topic.replication.factor.
+	rf := p.cfg.CheckpointsTopicReplicationFactor
+	if md, err := targetAdmin.DescribeTopics([]string{p.topics().Checkpoints}); err == nil && len(md) == 1 && len(md[0].Partitions) > 0 {
+		rf = int16(len(md[0].Partitions[0].Replicas))
+	}
+	if err := kafkalog.EnsureTopic(ctx, targetAdmin, topic, 1, rf,
+		map[string]*string{"cleanup.policy": ptr("compact")}); err != nil {
+		return nil, fmt.Errorf("commit log topic on target cluster %q (checkpointd.sync.follow.source.rewinds=true needs it; false turns it off): %w",
+			p.cfg.TargetAlias, err)
+	}
+	sc, err := p.cfg.SaramaConfig(config.TargetConsumer)
+	if err != nil {
+		return nil, fmt.Errorf("target consumer config: %w", err)
+	}
+	target := clusterName("target", p.cfg.TargetAlias)
+	reader := kafkalog.ReaderConfig{Brokers: p.cfg.Target.BootstrapServers, Sarama: sc, Cluster: target, Logger: p.logger,
+		Observer: p.stageObserver(p.health.Stage(StageCommitLogReader, target, readerRetryGap), "")}
+	pub = healthPublisher{Publisher: pub, stage: p.health.Stage(StageCommitLogWriter, target, readerRetryGap)}
+	return kafkalog.NewCommitLog(topic, reader, pub, p.logger), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/checkpointd/checkpointd/infra/adminpoll"
 	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // managedConfig is the connector config a managed Kafka Connect service hands
@@ -47,6 +48,7 @@ func TestPipelineOnKafka(t *testing.T) {
 		"offsets-log":        2,
 		"admin-poll":         2,
 		"excluded":           1,
+		"rewind":             2,
 	})
 	t.Logf("fixture ready in %s", time.Since(start).Round(time.Millisecond))
 
@@ -58,6 +60,7 @@ func TestPipelineOnKafka(t *testing.T) {
 	t.Run("restart", f.testRestart("restart", ""))
 	t.Run("restart,commit-source=admin-poll", f.testRestart("restart-admin-poll", "admin-poll"))
 	t.Run("excluded-group", f.testExcludedGroup)
+	t.Run("follow-source-rewinds", f.testFollowSourceRewinds)
 	t.Run("commit-source=offsets-log", f.testCommitSource("offsets-log"))
 	t.Run("commit-source=admin-poll", f.testCommitSource("admin-poll"))
 }
@@ -595,4 +598,86 @@ func (f *fixture) testCommitSource(mode string) func(*testing.T) {
 		f.commitAndVerify(t, mode, group, in)
 		f.stop(t, in)
 	}
+}
+
+// ---- following a source rewind --------------------------------------------------
+
+// testFollowSourceRewinds: two source groups commit 203 on every partition
+// and their target groups follow. On the target, a consumer of the second
+// group commits on its own. checkpointd restarts. Both source groups are
+// deleted and re-created at 50. The first target group goes back to the new
+// translation (a failover skips nothing), the second, moved by its
+// consumer, is left where it is.
+func (f *fixture) testFollowSourceRewinds(t *testing.T) {
+	const key, high, low = "rewind", 203, 50
+	topic, remote := f.topics[key], f.remote(f.topics[key])
+	followed, moved := kafkatest.UniqueName(t, "grp"), kafkatest.UniqueName(t, "grp-moved")
+	cfgPath := writeConfig(t, "checkpointd.yaml", f.props(t, []string{followed, moved}, ""))
+	in := f.start(t, "rewind-1", loadConfig(t, cfgPath))
+	f.produce(t, key, 300, 25)
+	f.settle(t, key, in)
+
+	at := func(o int64) map[int32]int64 {
+		m := make(map[int32]int64)
+		for p := range f.partitions[key] {
+			m[p] = o
+		}
+		return m
+	}
+	history := map[string]map[int32][]int64{followed: {}, moved: {}}
+	synced := make(map[string]map[int32]checkpointRecord)
+	for _, g := range []string{followed, moved} {
+		f.commit(t, g, topic, at(high), history[g])
+		synced[g] = f.waitCheckpoints(t, g, topic, at(high))
+		f.waitTargetFollows(t, g, synced[g])
+	}
+	// A consumer of the second group read on the target and committed.
+	consumerAt := make(map[messages.TopicPartition]int64)
+	for p, cp := range synced[moved] {
+		consumerAt[messages.TopicPartition{Topic: remote, Partition: p}] = cp.DownstreamOffset + 7
+	}
+	f.bed.Target.CommitOffsets(t, moved, consumerAt)
+
+	// Restart: what checkpointd committed comes back from the commit log.
+	f.stop(t, in)
+	in = f.start(t, "rewind-2", loadConfig(t, cfgPath))
+
+	admin := f.bed.Source.Admin(t)
+	for _, g := range []string{followed, moved} {
+		if err := admin.DeleteConsumerGroup(g); err != nil {
+			t.Fatalf("delete source group %s: %v", g, err)
+		}
+		f.commit(t, g, topic, at(low), history[g])
+	}
+	cps := f.waitCheckpoints(t, followed, topic, at(low))
+	target := f.waitTargetFollows(t, followed, cps)
+	for p, cp := range cps {
+		tp := messages.TopicPartition{Topic: remote, Partition: p}
+		// Source and remote offsets are the same here (a plain producer on
+		// a fresh topic), so a failover consumer starting at the target
+		// offset skips nothing when that offset is at most the source's.
+		if o := target[tp].offset; o > low {
+			t.Errorf("%s: target group %s at %d after the source went back to %d: a failover skips %d records", tp, followed, o, low, o-low)
+		}
+		if r := in.obs.targetOutcome(followed, p); r != targetgroup.Rewound {
+			t.Errorf("%s: commit stage outcome %q for %s, want %q", tp, r, followed, targetgroup.Rewound)
+		}
+		t.Logf("%s: %s went from %d back to %d (checkpoint %v)", tp, followed, synced[followed][p].DownstreamOffset, target[tp].offset, cp.Checkpoint)
+	}
+	f.waitCheckpoints(t, moved, topic, at(low))
+	f.waitFor(t, waitTimeout, "the commit stage to decide group "+moved, func() error {
+		for p := range f.partitions[key] {
+			if r := in.obs.targetOutcome(moved, p); r != targetgroup.TargetAheadMovedByConsumer {
+				return fmt.Errorf("partition %d: outcome %q, want %q", p, r, targetgroup.TargetAheadMovedByConsumer)
+			}
+		}
+		return nil
+	})
+	got := f.targetOffsets(t, moved)
+	for tp, want := range consumerAt {
+		if got[tp].offset != want {
+			t.Errorf("%s: target group %s at %d, want its consumer's %d left alone", tp, moved, got[tp].offset, want)
+		}
+	}
+	f.stop(t, in)
 }

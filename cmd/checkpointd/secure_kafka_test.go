@@ -451,6 +451,7 @@ func (g grant) String() string {
 type aclEnv struct {
 	s                                                 *kafkatest.SecureCluster
 	mode, src, tgt, topic, remote, syncs, checkpoints string
+	commitLog                                         string
 }
 
 func newACLEnv(t *testing.T, s *kafkatest.SecureCluster, mode string) *aclEnv {
@@ -460,7 +461,9 @@ func newACLEnv(t *testing.T, s *kafkatest.SecureCluster, mode string) *aclEnv {
 	e := &aclEnv{s: s, mode: mode, src: "lsrc" + suffix, tgt: "ltgt" + suffix, topic: "orders-" + suffix}
 	e.remote = e.src + "." + e.topic
 	e.syncs, e.checkpoints = "mm2-offset-syncs."+e.tgt+".internal", e.src+".checkpoints.internal"
+	e.commitLog = e.src + ".checkpointd-commits.internal"
 	compact := map[string]string{"cleanup.policy": "compact"}
+	s.CreateTopic(t, e.commitLog, 1, compact)
 	s.CreateTopic(t, e.topic, 1, nil)
 	s.CreateTopic(t, e.remote, 1, nil)
 	s.CreateTopic(t, e.syncs, 1, compact)
@@ -482,6 +485,8 @@ func (e *aclEnv) leastGrants(gid, group string) []grant {
 		{sarama.AclResourceGroup, gid + "-commit", sarama.AclOperationRead},
 		{sarama.AclResourceGroup, group, sarama.AclOperationRead},
 		{sarama.AclResourceTopic, e.remote, sarama.AclOperationRead},
+		{sarama.AclResourceTopic, e.commitLog, sarama.AclOperationRead},
+		{sarama.AclResourceTopic, e.commitLog, sarama.AclOperationWrite},
 	}
 	if e.mode == "offsets-log" {
 		return append(grants,

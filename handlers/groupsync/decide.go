@@ -17,6 +17,16 @@ type Input struct {
 	// Existing holds the target partitions that exist. A partition absent
 	// from it is treated as missing, so a forgotten lookup commits nothing.
 	Existing map[messages.TopicPartition]bool
+	// FollowRewinds lets a translated offset below the target's committed
+	// one be written when that committed offset is the one checkpointd
+	// itself last committed there (Ours): the source group went back, and
+	// no consumer has moved the target group since. Off, a target group is
+	// never lowered (MM2's rule).
+	FollowRewinds bool
+	// Ours holds, per target partition, the offset checkpointd last
+	// committed into the group; absent means checkpointd has no record of
+	// committing there.
+	Ours map[messages.TopicPartition]int64
 }
 
 // Plan is the decision for one group: every checkpointed partition is either
@@ -24,6 +34,8 @@ type Input struct {
 type Plan struct {
 	Commit  map[messages.TopicPartition]targetgroup.Checkpoint
 	Skipped map[messages.TopicPartition]targetgroup.Reason
+	// Rewinds are the partitions of Commit that move the group back.
+	Rewinds map[messages.TopicPartition]bool
 }
 
 // Decide returns what to commit into the target group and why the rest is not.
@@ -31,6 +43,7 @@ func Decide(in Input) Plan {
 	p := Plan{
 		Commit:  make(map[messages.TopicPartition]targetgroup.Checkpoint),
 		Skipped: make(map[messages.TopicPartition]targetgroup.Reason),
+		Rewinds: make(map[messages.TopicPartition]bool),
 	}
 	if groupReason, skip := groupSkip(in.Target); skip {
 		for tp := range in.Checkpoints {
@@ -44,6 +57,9 @@ func Decide(in Input) Plan {
 			continue
 		}
 		p.Commit[tp] = cp
+		if cur, ok := in.Current[tp]; ok && cur > cp.Downstream {
+			p.Rewinds[tp] = true
+		}
 	}
 	return p
 }
@@ -66,8 +82,21 @@ func partitionSkip(tp messages.TopicPartition, cp targetgroup.Checkpoint, in Inp
 	case !in.Existing[tp]:
 		return targetgroup.TargetTopicMissing, true
 	}
-	if cur, ok := in.Current[tp]; ok && cur >= 0 && cur >= cp.Downstream {
+	cur, ok := in.Current[tp]
+	if !ok || cur < 0 || cur < cp.Downstream {
+		return "", false
+	}
+	// The target is at or past the translation. Only the offset checkpointd
+	// wrote itself is taken back: any other value came from a consumer or a
+	// tool, and lowering it would replay what they processed.
+	ours, known := in.Ours[tp]
+	switch {
+	case cur == cp.Downstream || !in.FollowRewinds:
 		return targetgroup.TargetAhead, true
+	case !known:
+		return targetgroup.TargetAheadNotOurs, true
+	case ours != cur:
+		return targetgroup.TargetAheadMovedByConsumer, true
 	}
 	return "", false
 }

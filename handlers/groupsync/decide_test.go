@@ -1,8 +1,10 @@
 package groupsync
 
 import (
+	"cmp"
 	"errors"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/checkpointd/checkpointd/messages"
@@ -38,6 +40,7 @@ func TestDecide(t *testing.T) {
 		in          Input
 		wantCommit  tps
 		wantSkipped reasons
+		wantRewinds []messages.TopicPartition
 	}{
 		{
 			name:       "new group gets every translated offset",
@@ -68,6 +71,36 @@ func TestDecide(t *testing.T) {
 			in: Input{Checkpoints: two, Target: empty, Existing: both,
 				Current: map[messages.TopicPartition]int64{orders0: 5000, orders1: 201}},
 			wantSkipped: reasons{orders0: targetgroup.TargetAhead, orders1: targetgroup.TargetAhead},
+		},
+		{
+			name: "with rewinds followed, a target still at checkpointd's own offset goes back",
+			in: Input{Checkpoints: two, Target: empty, Existing: both, FollowRewinds: true,
+				Current: map[messages.TopicPartition]int64{orders0: 5000, orders1: 201},
+				Ours:    map[messages.TopicPartition]int64{orders0: 5000, orders1: 201}},
+			wantCommit:  two,
+			wantRewinds: []messages.TopicPartition{orders0, orders1},
+		},
+		{
+			name: "with rewinds followed, a target a consumer moved is never lowered",
+			in: Input{Checkpoints: two, Target: empty, Existing: both, FollowRewinds: true,
+				Current: map[messages.TopicPartition]int64{orders0: 5001, orders1: 199},
+				Ours:    map[messages.TopicPartition]int64{orders0: 5000, orders1: 150}},
+			wantCommit:  tps{orders1: two[orders1]},
+			wantSkipped: reasons{orders0: targetgroup.TargetAheadMovedByConsumer},
+		},
+		{
+			name: "with rewinds followed, a target checkpointd never wrote is never lowered",
+			in: Input{Checkpoints: two, Target: empty, Existing: both, FollowRewinds: true,
+				Current: map[messages.TopicPartition]int64{orders0: 5000, orders1: 200},
+				Ours:    map[messages.TopicPartition]int64{orders1: 200}},
+			wantSkipped: reasons{orders0: targetgroup.TargetAheadNotOurs, orders1: targetgroup.TargetAhead},
+		},
+		{
+			name: "with rewinds followed, an active group is still left alone",
+			in: Input{Checkpoints: two, Target: targetgroup.Group{State: "Stable", Members: 1}, Existing: both, FollowRewinds: true,
+				Current: map[messages.TopicPartition]int64{orders0: 5000, orders1: 201},
+				Ours:    map[messages.TopicPartition]int64{orders0: 5000, orders1: 201}},
+			wantSkipped: reasons{orders0: targetgroup.ActiveOnTarget, orders1: targetgroup.ActiveOnTarget},
 		},
 		{
 			name: "negative target offset is overwritten (KAFKA-15607)",
@@ -153,6 +186,14 @@ func TestDecide(t *testing.T) {
 			if !maps.Equal(got.Skipped, orEmpty(tc.wantSkipped)) {
 				t.Errorf("Skipped = %v, want %v", got.Skipped, tc.wantSkipped)
 			}
+			var rewinds []messages.TopicPartition
+			for tp := range got.Rewinds {
+				rewinds = append(rewinds, tp)
+			}
+			slices.SortFunc(rewinds, func(a, b messages.TopicPartition) int { return cmp.Compare(a.Partition, b.Partition) })
+			if !slices.Equal(rewinds, tc.wantRewinds) {
+				t.Errorf("Rewinds = %v, want %v", rewinds, tc.wantRewinds)
+			}
 			if len(got.Commit)+len(got.Skipped) != len(tc.in.Checkpoints) {
 				t.Errorf("plan covers %d partitions, want every one of %d",
 					len(got.Commit)+len(got.Skipped), len(tc.in.Checkpoints))
@@ -166,25 +207,4 @@ func orEmpty[V comparable](m map[messages.TopicPartition]V) map[messages.TopicPa
 		return map[messages.TopicPartition]V{}
 	}
 	return m
-}
-
-func TestWritable(t *testing.T) {
-	tests := []struct {
-		g    targetgroup.Group
-		want bool
-	}{
-		{targetgroup.Group{State: targetgroup.StateEmpty}, true},
-		{targetgroup.Group{State: targetgroup.StateNotFound}, true},
-		{targetgroup.Group{State: targetgroup.StateEmpty, Members: 1}, false},
-		{targetgroup.Group{State: "Stable"}, false},
-		{targetgroup.Group{State: "CompletingRebalance"}, false},
-		{targetgroup.Group{State: "Assigning"}, false},
-		{targetgroup.Group{State: ""}, false},
-		{targetgroup.Group{State: targetgroup.StateEmpty, DescribeErr: errors.New("x")}, false},
-	}
-	for _, tc := range tests {
-		if got := tc.g.Writable(); got != tc.want {
-			t.Errorf("%+v.Writable() = %v, want %v", tc.g, got, tc.want)
-		}
-	}
 }

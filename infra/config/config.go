@@ -71,6 +71,11 @@ type Config struct {
 	// (checkpointd.target.commit.connections); twice as many commits are
 	// in flight.
 	TargetCommitConnections int
+	// FollowSourceRewinds moves an idle target group back when its source
+	// group went back and the target's offset is still the one checkpointd
+	// committed (checkpointd.sync.follow.source.rewinds); it keeps a commit
+	// log topic on the target for that.
+	FollowSourceRewinds bool
 
 	// Raw holds every property after overrides (and, for an MM2 driver file, after
 	// mapping it onto connector keys), as given. It includes secrets: print Effective.

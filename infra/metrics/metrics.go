@@ -194,7 +194,7 @@ func (m *Metrics) GateOpened() { m.gate.Set(1) }
 func (m *Metrics) TargetResult(group string, tp messages.TopicPartition, reason targetgroup.Reason, checkpointAt, committedAt time.Time) {
 	g := m.group(group)
 	m.targetResult.WithLabelValues(g, string(reason)).Inc()
-	if reason != targetgroup.Committed {
+	if reason != targetgroup.Committed && reason != targetgroup.Rewound {
 		return
 	}
 	now := time.Now()

@@ -10,9 +10,22 @@ const (
 	// ActiveOnTarget: the target group has members or is rebalancing, so it
 	// is left alone this round (the broker answers UNKNOWN_MEMBER_ID too).
 	ActiveOnTarget Reason = "active_on_target"
-	// TargetAhead: the target group is already at or past the translated
-	// offset; a target group is never rewound.
+	// TargetAhead: the target group is already at the translated offset,
+	// or past it with following source rewinds off (MM2's rule: a target
+	// group is never rewound).
 	TargetAhead Reason = "target_ahead"
+	// TargetAheadMovedByConsumer: the target group is past the translated
+	// offset, and its offset is not the one checkpointd last committed
+	// there: a consumer (or a tool) moved it, so it is left alone.
+	TargetAheadMovedByConsumer Reason = "target_ahead_moved_by_consumer"
+	// TargetAheadNotOurs: the target group is past the translated offset,
+	// and checkpointd has no record of committing there (MM2 or another
+	// tool did, or the record was lost), so it is left alone.
+	TargetAheadNotOurs Reason = "target_ahead_not_ours"
+	// Rewound: the source group went back (reset, or deleted and
+	// re-created lower) and the idle target group, still at the offset
+	// checkpointd last committed, was moved back with it.
+	Rewound Reason = "rewound"
 	// TargetTopicMissing: the partition does not exist on the target.
 	TargetTopicMissing Reason = "target_topic_missing"
 	// Unauthorized: the principal lacks an ACL on the group or the topic.
@@ -37,6 +50,6 @@ func (r Reason) String() string { return string(r) }
 
 // Reasons lists every reason, for pre-registering metric label values.
 func Reasons() []Reason {
-	return []Reason{Committed, ActiveOnTarget, TargetAhead, TargetTopicMissing, Unauthorized,
-		MetadataTooLarge, Retriable, DescribeFailed, InvalidCheckpoint, CommitFailed}
+	return []Reason{Committed, Rewound, ActiveOnTarget, TargetAhead, TargetAheadMovedByConsumer, TargetAheadNotOurs,
+		TargetTopicMissing, Unauthorized, MetadataTooLarge, Retriable, DescribeFailed, InvalidCheckpoint, CommitFailed}
 }

@@ -1,0 +1,108 @@
+package kafkalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/envelope"
+)
+
+// CommitLogTopic names the compacted topic on the target cluster where
+// checkpointd records what it committed into target groups for flows from
+// source: next to MM2's <source>.checkpoints.internal, and internal by MM2's
+// rules (the .internal suffix), so MM2 never mirrors it.
+func CommitLogTopic(source string) string { return source + ".checkpointd-commits.internal" }
+
+var anyCheckpointValue = messages.Checkpoint{}.Value()
+
+// CommitLog keeps, on a compacted topic of the target cluster, the offset
+// checkpointd last committed into each (group, partition) of a target group,
+// as a record in MM2's checkpoint format: key group, topic, partition; value
+// the committed offset as the downstream offset and the commit metadata
+// (the upstream offset is not known there and is -1). It implements
+// handlers.CommitLog.
+type CommitLog struct {
+	topic  string
+	reader ReaderConfig
+	pub    message.Publisher
+	logger *slog.Logger
+}
+
+// NewCommitLog makes a commit log on topic: reader reads it back (Load),
+// pub writes to it (Append). It creates nothing; see EnsureTopic.
+func NewCommitLog(topic string, reader ReaderConfig, pub message.Publisher, logger *slog.Logger) *CommitLog {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &CommitLog{topic: topic, reader: reader, pub: pub, logger: logger}
+}
+
+// Load reads the topic to its end: per group and partition, the offset last
+// committed. A record it cannot decode is skipped with a warning: the
+// partition then counts as never committed by checkpointd, which only
+// makes the commit stage leave it alone.
+func (l *CommitLog) Load(ctx context.Context) (map[string]map[messages.TopicPartition]int64, error) {
+	out := make(map[string]map[messages.TopicPartition]int64)
+	skipped := 0
+	err := ReadLog(ctx, l.reader, l.topic, false, func(r envelope.Record) error {
+		cp, err := messages.DecodeCheckpoint(r.Key, r.Value)
+		switch {
+		case errors.Is(err, messages.ErrTombstone):
+			// Someone deleted the record: forget the commit. The key is
+			// decoded with any valid value.
+			if k, kerr := messages.DecodeCheckpoint(r.Key, anyCheckpointValue); kerr == nil {
+				delete(out[k.Group], k.TopicPartition)
+			}
+			return nil
+		case err != nil:
+			skipped++
+			l.logger.Warn("skipping a record of the commit log that does not decode", "topic", l.topic,
+				"partition", r.Partition, "offset", r.Offset, "error", err)
+			return nil
+		}
+		g := out[cp.Group]
+		if g == nil {
+			g = make(map[messages.TopicPartition]int64)
+			out[cp.Group] = g
+		}
+		g[cp.TopicPartition] = cp.DownstreamOffset
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the commit log %s: %w", l.topic, err)
+	}
+	l.logger.Info("read what checkpointd committed into target groups", "topic", l.topic, "groups", len(out), "skipped", skipped)
+	return out, nil
+}
+
+// Append writes commits, in one batch, and returns once the broker has them.
+func (l *CommitLog) Append(_ context.Context, commits []messages.Checkpoint) error {
+	if err := l.write(commits); err != nil {
+		return fmt.Errorf("write the commit log %s: %w", l.topic, err)
+	}
+	return nil
+}
+
+func (l *CommitLog) write(batch []messages.Checkpoint) error {
+	msgs := make([]*message.Message, 0, len(batch))
+	for _, cp := range batch {
+		cp.UpstreamOffset = -1
+		if err := cp.Validate(); err != nil {
+			l.logger.Warn("commit not recorded in the commit log", "group", cp.Group, "error", err)
+			continue
+		}
+		msg := message.NewMessage(cp.Group+"/"+cp.TopicPartition.String()+"/"+strconv.FormatInt(cp.DownstreamOffset, 10), cp.Value())
+		msg.Metadata.Set(envelope.MetaKey, string(cp.Key()))
+		msgs = append(msgs, msg)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return l.pub.Publish(l.topic, msgs...)
+}
