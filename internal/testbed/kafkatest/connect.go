@@ -50,7 +50,7 @@ type CheckpointConnectorOptions struct {
 // and Stop work the same way.
 func (b *Bed) StartCheckpointConnector(t testing.TB, opts CheckpointConnectorOptions) *MM2 {
 	t.Helper()
-	m := &MM2{Name: UniqueName(t, "mm2-checkpoint"), bed: b}
+	m := &MM2{Name: UniqueName(t, "mm2-checkpoint"), bed: b, SourceAlias: b.Source.Alias, TargetAlias: b.Target.Alias}
 	dir, err := os.MkdirTemp(b.Dir, "connect-")
 	if err != nil {
 		t.Fatalf("start connect: create dir: %v", err)

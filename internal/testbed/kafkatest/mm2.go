@@ -45,6 +45,18 @@ type MM2Options struct {
 
 	// NoWait returns as soon as the JVM runs, skipping the canary round trip.
 	NoWait bool
+
+	// SourceAlias and TargetAlias are the names MM2 gives the bed's source and
+	// target clusters (default: the bed's aliases). Aliases of its own keep a
+	// test's remote, offset-syncs and checkpoints topics apart from every
+	// other test's on the shared clusters.
+	SourceAlias, TargetAlias string
+
+	// BothWays also replicates target->source (active/active), with the same
+	// topics, groups and settings; the worker of that flow runs on the source
+	// cluster. With DefaultReplicationPolicy, a remote topic is never
+	// replicated back to where it came from.
+	BothWays bool
 }
 
 // MM2 is one running MirrorMaker 2 process.
@@ -53,6 +65,9 @@ type MM2 struct {
 	Dir     string        // mm2.properties and the log; removed on Stop
 	Canary  string        // canary topic on the source cluster
 	ReadyIn time.Duration // JVM start to canary record on the target
+
+	// SourceAlias and TargetAlias are the clusters' names in this MM2.
+	SourceAlias, TargetAlias string
 
 	bed      *Bed
 	proc     *javaProc
@@ -76,7 +91,11 @@ func (b *Bed) CheckpointsTopic() string { return b.Source.Alias + ".checkpoints.
 // process is stopped when the test ends.
 func (b *Bed) StartMM2(t testing.TB, opts MM2Options) *MM2 {
 	t.Helper()
-	m := &MM2{Name: UniqueName(t, "mm2"), Canary: UniqueName(t, "canary"), bed: b}
+	m := &MM2{Name: UniqueName(t, "mm2"), Canary: UniqueName(t, "canary"), bed: b,
+		SourceAlias: cmp.Or(opts.SourceAlias, b.Source.Alias), TargetAlias: cmp.Or(opts.TargetAlias, b.Target.Alias)}
+	if m.SourceAlias == m.TargetAlias {
+		t.Fatalf("start mm2: source and target alias are both %q", m.SourceAlias)
+	}
 	dir, err := os.MkdirTemp(b.Dir, "mm2-")
 	if err != nil {
 		t.Fatalf("start mm2: create dir: %v", err)
@@ -123,54 +142,72 @@ func (b *Bed) StartMM2(t testing.TB, opts MM2Options) *MM2 {
 	return m
 }
 
-// properties renders mm2.properties for one source->target flow.
+// properties renders mm2.properties for the flow source->target and, with
+// opts.BothWays, target->source.
 func (m *MM2) properties(opts MM2Options) map[string]string {
-	src, tgt := m.bed.Source.Alias, m.bed.Target.Alias
-	flow := src + "->" + tgt + "."
+	src, tgt := m.SourceAlias, m.TargetAlias
 	topics := cmp.Or(opts.Topics, ".*")
 	if !opts.NoWait {
 		topics += "," + m.Canary
 	}
 	p := map[string]string{
-		"clusters":                    src + ", " + tgt,
-		src + ".bootstrap.servers":    m.bed.Source.Bootstrap,
-		tgt + ".bootstrap.servers":    m.bed.Target.Bootstrap,
-		flow + "enabled":              "true",
-		tgt + "->" + src + ".enabled": "false",
-		flow + "topics":               topics,
-		flow + "groups":               cmp.Or(opts.Groups, ".*"),
-		// Heartbeats would add a second herder (target->source) writing to the source.
-		"emit.heartbeats.enabled":                    "false",
-		flow + "emit.checkpoints.enabled":            strconv.FormatBool(opts.EmitCheckpoints),
-		flow + "emit.checkpoints.interval.seconds":   seconds(opts.CheckpointInterval),
-		flow + "sync.group.offsets.enabled":          strconv.FormatBool(opts.SyncGroupOffsets),
-		flow + "sync.group.offsets.interval.seconds": seconds(opts.SyncGroupOffsetsInterval),
+		"clusters":                 src + ", " + tgt,
+		src + ".bootstrap.servers": m.bed.Source.Bootstrap,
+		tgt + ".bootstrap.servers": m.bed.Target.Bootstrap,
+		// Heartbeats would add a herder for every other pair.
+		"emit.heartbeats.enabled":               "false",
+		"tasks.max":                             "1",
+		"replication.factor":                    "1",
+		"checkpoints.topic.replication.factor":  "1",
+		"heartbeats.topic.replication.factor":   "1",
+		"offset-syncs.topic.replication.factor": "1",
+		"offset.storage.replication.factor":     "1",
+		"config.storage.replication.factor":     "1",
+		"status.storage.replication.factor":     "1",
+		"offset.storage.partitions":             "1",
+		"status.storage.partitions":             "1",
+	}
+	flow := map[string]string{
+		"enabled":                             "true",
+		"topics":                              topics,
+		"groups":                              cmp.Or(opts.Groups, ".*"),
+		"emit.checkpoints.enabled":            strconv.FormatBool(opts.EmitCheckpoints),
+		"emit.checkpoints.interval.seconds":   seconds(opts.CheckpointInterval),
+		"sync.group.offsets.enabled":          strconv.FormatBool(opts.SyncGroupOffsets),
+		"sync.group.offsets.interval.seconds": seconds(opts.SyncGroupOffsetsInterval),
 		// The defaults (10 min) would miss topics and groups created after start.
-		flow + "refresh.topics.interval.seconds": "2",
-		flow + "refresh.groups.interval.seconds": "2",
-		flow + "sync.topic.acls.enabled":         "false", // no authorizer on the brokers
-		"tasks.max":                              "1",
-		"replication.factor":                     "1",
-		"checkpoints.topic.replication.factor":   "1",
-		"heartbeats.topic.replication.factor":    "1",
-		"offset-syncs.topic.replication.factor":  "1",
-		"offset.storage.replication.factor":      "1",
-		"config.storage.replication.factor":      "1",
-		"status.storage.replication.factor":      "1",
-		"offset.storage.partitions":              "1",
-		"status.storage.partitions":              "1",
-		// Worker settings are read only with the target alias prefix. The
-		// flush interval is when batched offset syncs go out (default 60 s).
-		tgt + ".offset.flush.interval.ms":         "1000",
-		tgt + ".plugin.discovery":                 "service_load", // skip the slow classpath scan
-		tgt + ".scheduled.rebalance.max.delay.ms": "0",
-		tgt + ".group.id":                         m.Name,
-		tgt + ".offset.storage.topic":             "mm2-offsets." + m.Name + ".internal",
-		tgt + ".config.storage.topic":             "mm2-configs." + m.Name + ".internal",
-		tgt + ".status.storage.topic":             "mm2-status." + m.Name + ".internal",
+		"refresh.topics.interval.seconds": "2",
+		"refresh.groups.interval.seconds": "2",
+		"sync.topic.acls.enabled":         "false", // no authorizer on the brokers
 	}
 	if opts.OffsetLagMax != nil {
-		p[flow+"offset.lag.max"] = strconv.FormatInt(*opts.OffsetLagMax, 10)
+		flow["offset.lag.max"] = strconv.FormatInt(*opts.OffsetLagMax, 10)
+	}
+	// Worker settings are read only with the prefix of the flow's target. The
+	// flush interval is when batched offset syncs go out (default 60 s).
+	worker := map[string]string{
+		"offset.flush.interval.ms":         "1000",
+		"plugin.discovery":                 "service_load", // skip the slow classpath scan
+		"scheduled.rebalance.max.delay.ms": "0",
+		"group.id":                         m.Name,
+		"offset.storage.topic":             "mm2-offsets." + m.Name + ".internal",
+		"config.storage.topic":             "mm2-configs." + m.Name + ".internal",
+		"status.storage.topic":             "mm2-status." + m.Name + ".internal",
+	}
+	for k, v := range flow {
+		p[src+"->"+tgt+"."+k] = v
+	}
+	for k, v := range worker {
+		p[tgt+"."+k] = v
+	}
+	p[tgt+"->"+src+".enabled"] = "false"
+	if opts.BothWays {
+		for k, v := range flow {
+			p[tgt+"->"+src+"."+k] = v
+		}
+		for k, v := range worker {
+			p[src+"."+k] = v
+		}
 	}
 	maps.Copy(p, opts.Extra)
 	return p
@@ -190,7 +227,7 @@ func (m *MM2) waitCanary() error {
 		return fmt.Errorf("client of %s: %w", tgt.Alias, err)
 	}
 	defer client.Close()
-	remote := m.bed.RemoteTopic(m.Canary)
+	remote := m.SourceAlias + "." + m.Canary
 	deadline := time.Now().Add(mm2ReadyTimeout)
 	for {
 		if m.proc.exited() {
@@ -213,9 +250,20 @@ func (m *MM2) waitCanary() error {
 // producers and never compacted.
 func (m *MM2) WaitReplicated(t testing.TB, topic string) []*sarama.ConsumerMessage {
 	t.Helper()
-	want := m.bed.Source.EndOffsets(t, topic)
-	remote := m.bed.RemoteTopic(topic)
-	client := m.bed.Target.Client(t)
+	return m.waitReplicated(t, m.bed.Source, m.bed.Target, topic, m.SourceAlias+"."+topic)
+}
+
+// WaitReplicatedBack is WaitReplicated for a topic on the target, replicated
+// to the source by an MM2 started with BothWays.
+func (m *MM2) WaitReplicatedBack(t testing.TB, topic string) []*sarama.ConsumerMessage {
+	t.Helper()
+	return m.waitReplicated(t, m.bed.Target, m.bed.Source, topic, m.TargetAlias+"."+topic)
+}
+
+func (m *MM2) waitReplicated(t testing.TB, from, to *Cluster, topic, remote string) []*sarama.ConsumerMessage {
+	t.Helper()
+	want := from.EndOffsets(t, topic)
+	client := to.Client(t)
 	start := time.Now()
 	for {
 		got, err := partitionOffsets(client, remote, sarama.OffsetNewest)
@@ -226,11 +274,11 @@ func (m *MM2) WaitReplicated(t testing.TB, topic string) []*sarama.ConsumerMessa
 			t.Fatalf("mm2 exited (%v) before %s was replicated\n%s", m.proc.waitErr, topic, m.LogTail(60))
 		}
 		if time.Since(start) > mm2ReadyTimeout {
-			t.Fatalf("%s not replicated to %s within %s: want ends %v, got %v (%v)\n%s", topic, remote, mm2ReadyTimeout, want, got, err, m.LogTail(60))
+			t.Fatalf("%s not replicated to %s on %s within %s: want ends %v, got %v (%v)\n%s", topic, remote, to.Alias, mm2ReadyTimeout, want, got, err, m.LogTail(60))
 		}
 		time.Sleep(pollInterval)
 	}
-	return m.bed.Target.ReadAll(t, remote)
+	return to.ReadAll(t, remote)
 }
 
 func caughtUp(got, want map[int32]int64) bool {
