@@ -10,6 +10,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/handlers/groupsync"
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
@@ -49,15 +53,21 @@ func (r ApplyRow) Failed() bool {
 	case ActionCommit, ActionCommitted:
 		return false
 	}
-	return r.Reason != targetgroup.TargetAhead
+	switch r.Reason {
+	case targetgroup.TargetAhead, targetgroup.TargetAheadMovedByConsumer, targetgroup.TargetAheadNotOurs:
+		return false // left alone on purpose
+	}
+	return true
 }
 
 // ApplyCheckpoints commits the checkpoints cps (from ReadCheckpoints) into
 // the target cluster's consumer groups with the commit stage's rules
 // (groupsync.Decide): never into a group with members or one that could not
-// be described, never lowering a group's offset, skipping partitions missing
-// on the target. With execute false nothing is written: the rows are the
-// plan. The rows are sorted by group, topic and partition; the error is only
+// be described, skipping partitions missing on the target, and never
+// lowering a group's offset unless, with checkpointd.sync.follow.source.rewinds,
+// it is still the one checkpointd committed there (its commit log on the
+// target says so; a commit executed here is written ahead to that log too).
+// With execute false nothing is written: the rows are the plan. The rows are sorted by group, topic and partition; the error is only
 // for what stopped the whole run (no connection to the target).
 func ApplyCheckpoints(ctx context.Context, cfg *config.Config, logger *slog.Logger, cps []messages.Checkpoint, execute bool) ([]ApplyRow, error) {
 	sc, err := cfg.SaramaConfig(config.TargetAdmin)
@@ -75,11 +85,79 @@ func ApplyCheckpoints(ctx context.Context, cfg *config.Config, logger *slog.Logg
 		return nil, fmt.Errorf("target groups on cluster %q: %w", cfg.TargetAlias, err)
 	}
 	defer tg.Close()
-	return applyCheckpoints(ctx, targetgroups.SyncTarget{Client: tg}, cps, execute)
+	rewinds, closeLog, err := openCommitLog(ctx, cfg, logger, client, execute)
+	if err != nil {
+		return nil, err
+	}
+	defer closeLog()
+	return applyCheckpoints(ctx, targetgroups.SyncTarget{Client: tg}, cps, execute, rewinds)
 }
 
-// applyCheckpoints is ApplyCheckpoints over any targetgroup.Groups.
-func applyCheckpoints(ctx context.Context, target targetgroup.Groups, cps []messages.Checkpoint, execute bool) ([]ApplyRow, error) {
+// applyRewinds is what following source rewinds needs in a one-shot run:
+// what checkpointd committed, and the log to write ahead to.
+type applyRewinds struct {
+	ours map[string]map[messages.TopicPartition]int64
+	log  handlers.CommitLog // nil in a dry run
+}
+
+// openCommitLog reads the commit log when rewinds are followed and the log
+// exists (nil without: MM2's rule, never lower), and opens it for writing
+// ahead when executing. A one-shot run does not create the topic: without
+// it no commit was ever recorded, and the rule is MM2's.
+func openCommitLog(ctx context.Context, cfg *config.Config, logger *slog.Logger, client sarama.Client, execute bool) (*applyRewinds, func(), error) {
+	nothing := func() {}
+	if !cfg.FollowSourceRewinds {
+		return nil, nothing, nil
+	}
+	topic := kafkalog.CommitLogTopic(cfg.SourceAlias)
+	if _, err := client.Partitions(topic); errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+		logger.Info("no commit log on the target: a target group ahead of its translation is left alone", "topic", topic)
+		return nil, nothing, nil
+	} else if err != nil {
+		return nil, nothing, fmt.Errorf("commit log %s on target cluster %q: %w", topic, cfg.TargetAlias, err)
+	}
+	sc, err := cfg.SaramaConfig(config.TargetConsumer)
+	if err != nil {
+		return nil, nothing, fmt.Errorf("target consumer config: %w", err)
+	}
+	reader := kafkalog.ReaderConfig{Brokers: cfg.Target.BootstrapServers, Sarama: sc, Cluster: cfg.TargetAlias, Logger: logger}
+	var pub message.Publisher = noPublisher{}
+	closeLog := nothing
+	if execute {
+		pc, err := cfg.SaramaConfig(config.TargetProducer)
+		if err != nil {
+			return nil, nothing, fmt.Errorf("target producer config: %w", err)
+		}
+		if pub, err = kafkalog.NewCheckpointPublisher(cfg.Target.BootstrapServers, pc, logger); err != nil {
+			return nil, nothing, fmt.Errorf("commit log writer on target cluster %q: %w", cfg.TargetAlias, err)
+		}
+		closeLog = func() { _ = pub.Close() }
+	}
+	log := kafkalog.NewCommitLog(topic, reader, pub, logger)
+	ours, err := log.Load(ctx)
+	if err != nil {
+		closeLog()
+		return nil, nothing, err
+	}
+	r := &applyRewinds{ours: ours}
+	if execute {
+		r.log = log
+	}
+	return r, closeLog, nil
+}
+
+// noPublisher stands for the commit log's writer in a dry run, which writes
+// nothing.
+type noPublisher struct{}
+
+func (noPublisher) Publish(string, ...*message.Message) error {
+	return errors.New("a dry run writes nothing")
+}
+func (noPublisher) Close() error { return nil }
+
+// applyCheckpoints is ApplyCheckpoints over any targetgroup.Groups; rewinds
+// is nil when source rewinds are not followed.
+func applyCheckpoints(ctx context.Context, target targetgroup.Groups, cps []messages.Checkpoint, execute bool, rewinds *applyRewinds) ([]ApplyRow, error) {
 	byGroup := make(map[string]map[messages.TopicPartition]targetgroup.Checkpoint)
 	topicSet := make(map[string]bool)
 	for _, cp := range cps {
@@ -127,6 +205,9 @@ func applyCheckpoints(ctx context.Context, target targetgroup.Groups, cps []mess
 			}
 			in.Current, in.Existing = current[g], existing
 		}
+		if rewinds != nil {
+			in.FollowRewinds, in.Ours = true, rewinds.ours[g]
+		}
 		var plan groupsync.Plan
 		if readErr == nil {
 			plan = groupsync.Decide(in)
@@ -134,7 +215,11 @@ func applyCheckpoints(ctx context.Context, target targetgroup.Groups, cps []mess
 		var results map[messages.TopicPartition]targetgroup.Reason
 		var commitErr error
 		if execute && len(plan.Commit) > 0 {
-			results, commitErr = target.Commit(ctx, g, plan.Commit)
+			// As the commit stage does: the commit log first, so that it
+			// never misses an offset checkpointd wrote.
+			if commitErr = writeAhead(ctx, rewinds, g, plan.Commit); commitErr == nil {
+				results, commitErr = target.Commit(ctx, g, plan.Commit)
+			}
 		}
 		for tp, cp := range byGroup[g] {
 			row := ApplyRow{Group: g, Topic: tp.Topic, Partition: tp.Partition, GroupState: st.State,
@@ -158,6 +243,9 @@ func applyCheckpoints(ctx context.Context, target targetgroup.Groups, cps []mess
 				}
 				if r == targetgroup.Committed {
 					row.Action = ActionCommitted
+					if plan.Rewinds[tp] {
+						row.Reason = targetgroup.Rewound
+					}
 				} else {
 					row.Action, row.Reason, row.Err = ActionFailed, r, commitErr
 				}
@@ -199,4 +287,17 @@ func ApplyFailures(rows []ApplyRow) error {
 	err := fmt.Errorf("%d of %d partitions not committed, in groups %s (%s)", n, len(rows),
 		strings.Join(slices.Sorted(maps.Keys(groups)), ", "), strings.Join(reasons, ", "))
 	return errors.Join(append([]error{err}, errs...)...)
+}
+
+// writeAhead records the offsets about to be committed into group in the
+// commit log, when there is one to write.
+func writeAhead(ctx context.Context, rewinds *applyRewinds, group string, commit map[messages.TopicPartition]targetgroup.Checkpoint) error {
+	if rewinds == nil || rewinds.log == nil {
+		return nil
+	}
+	planned := make([]messages.Checkpoint, 0, len(commit))
+	for tp, cp := range commit {
+		planned = append(planned, messages.Checkpoint{Group: group, TopicPartition: tp, DownstreamOffset: cp.Downstream, Metadata: cp.Metadata})
+	}
+	return rewinds.log.Append(ctx, planned)
 }

@@ -93,6 +93,8 @@ func TestApplyCheckpoints(t *testing.T) {
 		want          map[messages.TopicPartition]want
 		wantCommitted map[messages.TopicPartition]int64
 		wantFailed    bool
+		rewinds       *applyRewinds // nil: MM2's rule
+		wantLogged    map[messages.TopicPartition]int64
 	}{
 		{
 			name:   "dry run plans and writes nothing",
@@ -152,6 +154,27 @@ func TestApplyCheckpoints(t *testing.T) {
 			wantFailed: true,
 		},
 		{
+			name: "with the commit log, a group still at checkpointd's offset goes back; one a consumer moved does not",
+			target: applyTarget{states: map[string]targetgroup.Group{"g": empty}, existing: both,
+				offsets: map[string]map[messages.TopicPartition]int64{"g": {p0: 200, p1: 300}}},
+			cps:           cps("g", map[messages.TopicPartition]int64{p0: 1, p1: 2}),
+			execute:       true,
+			rewinds:       &applyRewinds{ours: map[string]map[messages.TopicPartition]int64{"g": {p0: 200, p1: 250}}, log: &memLog{}},
+			want:          map[messages.TopicPartition]want{p0: {ActionCommitted, targetgroup.Rewound, 200}, p1: {ActionSkip, targetgroup.TargetAheadMovedByConsumer, 300}},
+			wantCommitted: map[messages.TopicPartition]int64{p0: 1},
+			wantLogged:    map[messages.TopicPartition]int64{p0: 1},
+		},
+		{
+			name: "a commit log that cannot be written stops the commit",
+			target: applyTarget{states: map[string]targetgroup.Group{"g": empty}, existing: both,
+				offsets: map[string]map[messages.TopicPartition]int64{"g": {p0: 200}}},
+			cps:        cps("g", map[messages.TopicPartition]int64{p0: 1}),
+			execute:    true,
+			rewinds:    &applyRewinds{ours: map[string]map[messages.TopicPartition]int64{"g": {p0: 200}}, log: &memLog{err: errors.New("not authorized")}},
+			want:       map[messages.TopicPartition]want{p0: {ActionFailed, targetgroup.Retriable, 200}},
+			wantFailed: true,
+		},
+		{
 			name: "a refused commit fails",
 			target: applyTarget{states: map[string]targetgroup.Group{"g": empty}, existing: both,
 				refuse: map[messages.TopicPartition]targetgroup.Reason{p1: targetgroup.Unauthorized}},
@@ -164,7 +187,7 @@ func TestApplyCheckpoints(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rows, err := applyCheckpoints(t.Context(), &tt.target, tt.cps, tt.execute)
+			rows, err := applyCheckpoints(t.Context(), &tt.target, tt.cps, tt.execute, tt.rewinds)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,6 +209,37 @@ func TestApplyCheckpoints(t *testing.T) {
 			if err := ApplyFailures(rows); (err != nil) != tt.wantFailed {
 				t.Errorf("ApplyFailures = %v, want failure %v", err, tt.wantFailed)
 			}
+			if tt.rewinds != nil {
+				if got := tt.rewinds.log.(*memLog).logged["g"]; !maps.Equal(got, tt.wantLogged) {
+					t.Errorf("commit log got %v, want %v written ahead", got, tt.wantLogged)
+				}
+			}
 		})
 	}
+}
+
+// memLog is a handlers.CommitLog in memory.
+type memLog struct {
+	err    error
+	logged map[string]map[messages.TopicPartition]int64
+}
+
+func (l *memLog) Load(context.Context) (map[string]map[messages.TopicPartition]int64, error) {
+	return l.logged, l.err
+}
+
+func (l *memLog) Append(_ context.Context, cps []messages.Checkpoint) error {
+	if l.err != nil {
+		return l.err
+	}
+	if l.logged == nil {
+		l.logged = map[string]map[messages.TopicPartition]int64{}
+	}
+	for _, cp := range cps {
+		if l.logged[cp.Group] == nil {
+			l.logged[cp.Group] = map[messages.TopicPartition]int64{}
+		}
+		l.logged[cp.Group][cp.TopicPartition] = cp.DownstreamOffset
+	}
+	return nil
 }
