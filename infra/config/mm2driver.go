@@ -68,7 +68,12 @@ func (f flowSettings) fileKey(key string) string {
 // key. Worker settings and the keys of clusters and flows that no enabled flow
 // uses are reported as ignored, once.
 func fromDriverStyle(s settings, rep *Report) ([]flowSettings, error) {
-	clusters := parseList(s["clusters"].value)
+	var clusters []string
+	for _, c := range parseList(s["clusters"].value) {
+		if !slices.Contains(clusters, c) { // MM2 reads them into a set
+			clusters = append(clusters, c)
+		}
+	}
 	isCluster := func(alias string) bool { return alias != "" && slices.Contains(clusters, alias) }
 	if len(clusters) == 0 || slices.Contains(clusters, "") {
 		return nil, fmt.Errorf("clusters=%q: want a comma-separated list of cluster aliases", s["clusters"].value)
@@ -106,7 +111,7 @@ func fromDriverStyle(s settings, rep *Report) ([]flowSettings, error) {
 		}
 	}
 	if len(flows) == 0 {
-		return nil, fmt.Errorf("clusters=%q: no flow is enabled (0 are enabled (none)); enable one with SOURCE->TARGET.enabled = true, in the file or with --set", s["clusters"].value)
+		return nil, fmt.Errorf("clusters=%q: no flow is enabled; enable one with SOURCE->TARGET.enabled = true, in the file or with --set", s["clusters"].value)
 	}
 
 	inFlow := func(alias string) bool {

@@ -111,9 +111,10 @@ func TestDriverFileFlows(t *testing.T) {
 	}{
 		{"two flows", strings.Replace(driverFile, "eu->us.enabled = false", "eu->us.enabled = true", 1), nil, "2 are enabled (eu->us, us->eu)"},
 		{"two flows, one turned off with --set", strings.Replace(driverFile, "eu->us.enabled = false", "eu->us.enabled = true", 1), []string{"eu->us.enabled=false"}, ""},
-		{"no flow", strings.Replace(driverFile, "us->eu.enabled = true", "us->eu.enabled = TRUE1", 1), nil, "0 are enabled (none)"},
+		{"no flow", strings.Replace(driverFile, "us->eu.enabled = true", "us->eu.enabled = TRUE1", 1), nil, "no flow is enabled"},
 		{"flow enabled in any case", strings.Replace(driverFile, "us->eu.enabled = true", "us->eu.enabled = True", 1), nil, ""},
-		{"flow of unlisted clusters", "clusters = a, b\nx->y.enabled = true\n", nil, "0 are enabled"},
+		{"flow of unlisted clusters", "clusters = a, b\nx->y.enabled = true\n", nil, `x->y.enabled="true": cluster x and y not in clusters (a, b)`},
+		{"clusters listed twice", "clusters = a, b, a\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\n", nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
