@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -209,4 +213,35 @@ func httpGet(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	return string(body)
+}
+
+// TestOneFlowFailingToStartNamesIt: of two flows, the one whose target
+// cannot be reached stops the process, named in the error, and the one that
+// started stops with it.
+func TestOneFlowFailingToStartNamesIt(t *testing.T) {
+	t.Parallel()
+	bed := kafkatest.Shared(t)
+	suffix := kafkatest.UniqueName(t, "")
+	suffix = suffix[len(suffix)-8:]
+	a, b, c := "aa"+suffix, "bb"+suffix, "cc"+suffix
+	path := filepath.Join(t.TempDir(), "mm2.properties")
+	file := fmt.Sprintf("clusters = %[1]s, %[2]s, %[3]s\n%[1]s.bootstrap.servers = %[4]s\n%[2]s.bootstrap.servers = %[5]s\n"+
+		// Port 1 on the loopback refuses at once.
+		"%[3]s.bootstrap.servers = 127.0.0.1:1\n%[1]s->%[2]s.enabled = true\n%[1]s->%[3]s.enabled = true\n"+
+		"checkpoints.topic.replication.factor = 1\ncheckpointd.metrics.address = 127.0.0.1:0\n",
+		a, b, c, bed.Source.Bootstrap, bed.Target.Bootstrap)
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err := dispatch(ctx, []string{"run", "--config", path}, &stdout, &stderr)
+	if want := "flow " + a + "->" + c + ": "; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("run error = %v, want it to start with %q\n%s", err, want, stderr.String())
+	}
+	if ctx.Err() != nil {
+		t.Fatal("run did not stop by itself")
+	}
+	t.Logf("run: %v", err)
 }
