@@ -61,9 +61,9 @@ type OffsetSyncerConfig struct {
 // commit stage more careful: the target offset then no longer matches, and
 // the group is not moved back.
 type CommitLog interface {
-	// Load returns, per group and target partition, the offset checkpointd
-	// last committed.
-	Load(ctx context.Context) (map[string]map[messages.TopicPartition]int64, error)
+	// Load returns, per group and target partition, what checkpointd last
+	// committed: the offset, and the source commit it translated.
+	Load(ctx context.Context) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error)
 	// Append records offsets about to be committed (the downstream offset
 	// and metadata of each checkpoint), and returns once they are written.
 	Append(ctx context.Context, commits []messages.Checkpoint) error
@@ -92,7 +92,7 @@ type OffsetSyncer struct {
 	// ours is what checkpointd last committed per group and partition, with
 	// FollowRewinds: loaded from the CommitLog once per lease (nil until
 	// then), then kept up to date by the commits.
-	ours map[string]map[messages.TopicPartition]int64
+	ours map[string]map[messages.TopicPartition]targetgroup.Checkpoint
 }
 
 type pendingGroup struct {
@@ -222,7 +222,7 @@ func (s *OffsetSyncer) queueCheckpoint(ctx context.Context, rec envelope.Record,
 	if span := trace.SpanFromContext(ctx); annotate && span.IsRecording() {
 		annotateCheckpoint(span, cp)
 	}
-	pc := pendingCheckpoint{Checkpoint: targetgroup.Checkpoint{Downstream: cp.DownstreamOffset, Metadata: cp.Metadata}}
+	pc := pendingCheckpoint{Checkpoint: targetgroup.Checkpoint{Downstream: cp.DownstreamOffset, Upstream: cp.UpstreamOffset, Metadata: cp.Metadata}}
 	if !rec.Timestamp.IsZero() {
 		pc.atMs = rec.Timestamp.UnixMilli()
 	}
@@ -298,6 +298,10 @@ func (s *OffsetSyncer) Round(ctx context.Context, now time.Time) {
 	}
 }
 
+// minCommitLogLoad is the least time a commit log load gets before the
+// round gives up and the next one tries again.
+const minCommitLogLoad = 30 * time.Second
+
 // loadCommitLog reads what checkpointd committed, once per lease, before
 // the first round that could move a group back. It reports whether the round
 // may go on: when the log cannot be read, nothing is decided (a partition
@@ -313,14 +317,18 @@ func (s *OffsetSyncer) loadCommitLog(ctx context.Context) bool {
 	if !live || loaded {
 		return true
 	}
-	ours, err := s.cfg.CommitLog.Load(ctx)
+	// Bounded: a reader waits for a topic it cannot see or read, and the
+	// commit stage would wait with it, silently, until the lease ends.
+	loadCtx, cancel := context.WithTimeout(ctx, max(s.cfg.RetryInterval, minCommitLogLoad))
+	defer cancel()
+	ours, err := s.cfg.CommitLog.Load(loadCtx)
 	if err != nil {
 		s.cfg.Logger.Error("reading what checkpointd committed into target groups failed; target groups are synced once it can be read",
 			"retry_in", s.cfg.RetryInterval, "error", err)
 		return false
 	}
 	if ours == nil {
-		ours = make(map[string]map[messages.TopicPartition]int64)
+		ours = make(map[string]map[messages.TopicPartition]targetgroup.Checkpoint)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -355,12 +363,56 @@ func (s *OffsetSyncer) syncBatch(ctx context.Context, batch []work, now time.Tim
 			s.settle(w, plan.Skipped, now)
 			continue
 		}
-		commits = append(commits, commitJob{work: w, plan: plan})
+		commits = append(commits, commitJob{work: w, plan: plan, seen: current[w.group]})
 	}
-	if !s.writeAhead(ctx, commits, now) {
+	if !s.leaseHeld(batch) || !s.writeAhead(ctx, commits, now) {
 		return
 	}
+	s.confirmRewinds(ctx, commits)
 	s.commitAll(ctx, commits, now)
+}
+
+// leaseHeld reports whether the lease batch was taken under is still held:
+// after a hand-over, the new lease's replay decides again, and this round
+// must not commit over what the new holder does.
+func (s *OffsetSyncer) leaseHeld(batch []work) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(batch) == 0 || batch[0].gen == s.gen
+}
+
+// confirmRewinds reads again, after the write-ahead, the offsets of the
+// groups about to be moved back, and keeps a rewind only where the offset is
+// still the one decided on: a consumer that committed (and left) in between
+// is not moved back.
+func (s *OffsetSyncer) confirmRewinds(ctx context.Context, jobs []commitJob) {
+	var groups []string
+	for _, j := range jobs {
+		if len(j.plan.Rewinds) > 0 {
+			groups = append(groups, j.group)
+		}
+	}
+	if len(groups) == 0 {
+		return
+	}
+	current, failed := s.cfg.Target.Offsets(ctx, groups)
+	for _, j := range jobs {
+		for tp := range j.plan.Rewinds {
+			reason := targetgroup.Reason("")
+			cur, ok := current[j.group][tp]
+			switch {
+			case failed[j.group] != nil || current[j.group] == nil:
+				reason = targetgroup.Retriable
+			case !ok || cur != j.seen[tp]:
+				reason = targetgroup.TargetAheadMovedByConsumer
+			}
+			if reason != "" {
+				delete(j.plan.Commit, tp)
+				delete(j.plan.Rewinds, tp)
+				j.plan.Skipped[tp] = reason
+			}
+		}
+	}
 }
 
 // writeAhead records, with FollowRewinds, the offsets about to be committed
@@ -377,14 +429,16 @@ func (s *OffsetSyncer) writeAhead(ctx context.Context, jobs []commitJob, now tim
 	for _, j := range jobs {
 		for tp, cp := range j.plan.Commit {
 			planned = append(planned, messages.Checkpoint{Group: j.group, TopicPartition: tp,
-				DownstreamOffset: cp.Downstream, Metadata: cp.Metadata})
+				UpstreamOffset: cp.Upstream, DownstreamOffset: cp.Downstream, Metadata: cp.Metadata})
 		}
 	}
 	if err := s.cfg.CommitLog.Append(ctx, planned); err != nil {
 		s.cfg.Logger.Error("recording the offsets to commit in the commit log failed; not committing them, retrying later",
 			"groups", len(jobs), "error", err)
 		for _, j := range jobs {
-			s.settle(j.work, allReason(j.work, targetgroup.Retriable), now)
+			outcome := allReason(j.work, targetgroup.Retriable)
+			maps.Copy(outcome, j.plan.Skipped) // decided without the log: keep why
+			s.settle(j.work, outcome, now)
 		}
 		return false
 	}
@@ -479,6 +533,7 @@ func (s *OffsetSyncer) input(w work, target targetgroup.Group, current map[messa
 type commitJob struct {
 	work
 	plan groupsync.Plan
+	seen map[messages.TopicPartition]int64 // the target offsets decided on
 }
 
 // commitAll runs the commits, at most CommitConcurrency at once: each waits
@@ -507,18 +562,22 @@ func (s *OffsetSyncer) commit(ctx context.Context, j commitJob, now time.Time) {
 	for tp, r := range j.plan.Skipped {
 		outcome[tp] = r
 	}
+	if len(j.plan.Commit) == 0 { // every rewind of it was called off (confirmRewinds)
+		s.settle(j.work, outcome, now)
+		return
+	}
 	res, err := s.cfg.Target.Commit(targetgroup.WithCommitLinks(ctx, commitLinks(j.work, j.plan.Commit)), j.group, j.plan.Commit)
 	if err != nil {
 		s.cfg.Logger.Error("committing target group offsets failed; retrying later", "group", j.group, "error", err)
 	}
-	written := make(map[messages.TopicPartition]int64)
+	written := make(map[messages.TopicPartition]targetgroup.Checkpoint)
 	for tp, cp := range j.plan.Commit {
 		r, ok := res[tp]
 		if !ok {
 			r = targetgroup.Retriable
 		}
 		if r == targetgroup.Committed {
-			written[tp] = cp.Downstream
+			written[tp] = cp
 			if j.plan.Rewinds[tp] {
 				r = targetgroup.Rewound
 			}
@@ -526,24 +585,24 @@ func (s *OffsetSyncer) commit(ctx context.Context, j commitJob, now time.Time) {
 		outcome[tp] = r
 	}
 	s.settle(j.work, outcome, now)
-	s.remember(j.group, written)
+	s.remember(j.work, written)
 }
 
 // remember keeps what was just committed into group, for FollowRewinds (the
 // CommitLog has it already: writeAhead).
-func (s *OffsetSyncer) remember(group string, written map[messages.TopicPartition]int64) {
+func (s *OffsetSyncer) remember(w work, written map[messages.TopicPartition]targetgroup.Checkpoint) {
 	if !s.cfg.FollowRewinds || len(written) == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ours == nil {
+	if s.ours == nil || w.gen != s.gen {
 		return
 	}
-	g := s.ours[group]
+	g := s.ours[w.group]
 	if g == nil {
-		g = make(map[messages.TopicPartition]int64, len(written))
-		s.ours[group] = g
+		g = make(map[messages.TopicPartition]targetgroup.Checkpoint, len(written))
+		s.ours[w.group] = g
 	}
 	maps.Copy(g, written)
 }
@@ -552,12 +611,15 @@ func (s *OffsetSyncer) remember(group string, written map[messages.TopicPartitio
 type work struct {
 	group       string
 	checkpoints map[messages.TopicPartition]pendingCheckpoint
+	gen         uint64 // the lease it was taken under
 }
 
 func (s *OffsetSyncer) dueGroups(now time.Time) []work {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.live {
+	// With FollowRewinds nothing is decided before the commit log is read:
+	// a partition settled without it would not be moved back later.
+	if !s.live || (s.cfg.FollowRewinds && s.ours == nil) {
 		return nil
 	}
 	var due []work
@@ -570,7 +632,7 @@ func (s *OffsetSyncer) dueGroups(now time.Time) []work {
 		for tp, cp := range g.checkpoints {
 			snap[tp] = cp
 		}
-		due = append(due, work{group: group, checkpoints: snap})
+		due = append(due, work{group: group, checkpoints: snap, gen: s.gen})
 	}
 	sort.Slice(due, func(i, j int) bool { return due[i].group < due[j].group })
 	return due
@@ -652,6 +714,9 @@ func (s *OffsetSyncer) settle(w work, outcome map[messages.TopicPartition]target
 	var groupReason targetgroup.Reason
 	s.mu.Lock()
 	g := s.pending[w.group]
+	if w.gen != s.gen {
+		g = nil // the lease changed since: its replay decides again
+	}
 	for tp, r := range outcome {
 		tried := w.checkpoints[tp]
 		s.cfg.Observer.TargetResult(w.group, tp, r, tried.at(), tried.committedAt())

@@ -17,20 +17,20 @@ import (
 // Load reads, as on Kafka after a restart.
 type memCommitLog struct {
 	mu        sync.Mutex
-	ours      map[string]map[messages.TopicPartition]int64
+	ours      map[string]map[messages.TopicPartition]targetgroup.Checkpoint
 	loads     int
 	loadErr   error
 	appendErr error
 }
 
-func (l *memCommitLog) Load(context.Context) (map[string]map[messages.TopicPartition]int64, error) {
+func (l *memCommitLog) Load(context.Context) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.loads++
 	if l.loadErr != nil {
 		return nil, l.loadErr
 	}
-	out := make(map[string]map[messages.TopicPartition]int64, len(l.ours))
+	out := make(map[string]map[messages.TopicPartition]targetgroup.Checkpoint, len(l.ours))
 	for g, m := range l.ours {
 		out[g] = maps.Clone(m)
 	}
@@ -44,13 +44,13 @@ func (l *memCommitLog) Append(_ context.Context, commits []messages.Checkpoint) 
 		return l.appendErr
 	}
 	if l.ours == nil {
-		l.ours = map[string]map[messages.TopicPartition]int64{}
+		l.ours = map[string]map[messages.TopicPartition]targetgroup.Checkpoint{}
 	}
 	for _, cp := range commits {
 		if l.ours[cp.Group] == nil {
-			l.ours[cp.Group] = map[messages.TopicPartition]int64{}
+			l.ours[cp.Group] = map[messages.TopicPartition]targetgroup.Checkpoint{}
 		}
-		l.ours[cp.Group][cp.TopicPartition] = cp.DownstreamOffset
+		l.ours[cp.Group][cp.TopicPartition] = targetgroup.Checkpoint{Downstream: cp.DownstreamOffset, Upstream: cp.UpstreamOffset, Metadata: cp.Metadata}
 	}
 	return nil
 }
@@ -179,7 +179,83 @@ func TestOffsetSyncerCommitsOnlyWhatTheLogHas(t *testing.T) {
 	log.appendErr = nil
 	log.mu.Unlock()
 	s.Round(ctx, now.Add(2*time.Minute))
-	if got := target.offsets["g"][tp0]; got != 200 || log.ours["g"][tp0] != 200 {
+	if got := target.offsets["g"][tp0]; got != 200 || log.ours["g"][tp0].Downstream != 200 {
 		t.Errorf("after the log is writable again: target %d, log %v; want 200 in both", got, log.ours)
+	}
+}
+
+// movingTarget is a memTarget where a consumer commits move (and leaves)
+// right after the commit stage first read the offsets.
+type movingTarget struct {
+	*memTarget
+	reads int
+	move  map[messages.TopicPartition]int64
+}
+
+func (m *movingTarget) Offsets(ctx context.Context, groups []string) (map[string]map[messages.TopicPartition]int64, map[string]error) {
+	out, failed := m.memTarget.Offsets(ctx, groups)
+	m.reads++
+	if m.reads == 1 {
+		m.mu.Lock()
+		maps.Copy(m.offsets["g"], m.move)
+		m.mu.Unlock()
+	}
+	return out, failed
+}
+
+// TestOffsetSyncerConfirmsRewinds: a consumer that commits on the target
+// between the decision and the commit is not moved back.
+func TestOffsetSyncerConfirmsRewinds(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(100, 0)
+	target := &movingTarget{memTarget: newMemTarget(), move: map[messages.TopicPartition]int64{tp0: 205}}
+	target.existing[tp0], target.existing[tp1] = true, true
+	target.offsets["g"] = map[messages.TopicPartition]int64{tp0: 200, tp1: 300}
+	log := &memCommitLog{ours: map[string]map[messages.TopicPartition]targetgroup.Checkpoint{
+		"g": {tp0: {Downstream: 200, Upstream: 1000}, tp1: {Downstream: 300, Upstream: 1500}}}}
+	outcomes := map[messages.TopicPartition]targetgroup.Reason{}
+	s := rewindSyncer(t, target.memTarget, log, outcomes)
+	s.cfg.Target = target
+	handle(t, s, checkpointMsg(t, 0, cpFor("g", tp0, 1)), checkpointMsg(t, 1, cpFor("g", tp1, 2)))
+	s.Round(ctx, now)
+	if got := target.offsets["g"]; got[tp0] != 205 || got[tp1] != 2 {
+		t.Errorf("target offsets %v, want the consumer's 205 kept and partition 1 moved back to 2", got)
+	}
+	if outcomes[tp0] != targetgroup.TargetAheadMovedByConsumer || outcomes[tp1] != targetgroup.Rewound {
+		t.Errorf("outcomes %v, want %s and %s", outcomes, targetgroup.TargetAheadMovedByConsumer, targetgroup.Rewound)
+	}
+}
+
+// TestOffsetSyncerRoundOfAnOldLease: work taken before the lease changed
+// neither commits nor settles what the new lease's replay brought.
+func TestOffsetSyncerRoundOfAnOldLease(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(100, 0)
+	target := newMemTarget()
+	target.existing[tp0] = true
+	log := &memCommitLog{}
+	outcomes := map[messages.TopicPartition]targetgroup.Reason{}
+	s := rewindSyncer(t, target, log, outcomes)
+	handle(t, s, checkpointMsg(t, 0, cpFor("g", tp0, 200)))
+	if !s.loadCommitLog(ctx) {
+		t.Fatal("commit log not loaded")
+	}
+	due := s.dueGroups(now)
+	if len(due) != 1 {
+		t.Fatalf("due groups %v, want g", due)
+	}
+	// The lease moves and comes back; the replay brings the checkpoint again.
+	handle(t, s, envelope.NewControl(envelope.Revoked, "cp", 0), envelope.NewControl(envelope.Assigned, "cp", 0),
+		checkpointMsg(t, 0, cpFor("g", tp0, 200)), envelope.NewControl(envelope.CaughtUp, "cp", 0))
+	if got := s.dueGroups(now); len(got) != 0 {
+		t.Errorf("groups due before the commit log was read again: %v", got)
+	}
+	s.syncBatch(ctx, due, now)
+	if target.calls.commits != 0 || s.Pending() != 1 {
+		t.Errorf("old lease's round: %d commits, %d groups pending; want none and the replayed one", target.calls.commits, s.Pending())
+	}
+	s.Round(ctx, now)
+	if got := target.offsets["g"][tp0]; got != 200 || s.Pending() != 0 {
+		t.Errorf("new lease's round: target %d, %d pending; want 200 and none", got, s.Pending())
 	}
 }

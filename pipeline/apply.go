@@ -96,7 +96,7 @@ func ApplyCheckpoints(ctx context.Context, cfg *config.Config, logger *slog.Logg
 // applyRewinds is what following source rewinds needs in a one-shot run:
 // what checkpointd committed, and the log to write ahead to.
 type applyRewinds struct {
-	ours map[string]map[messages.TopicPartition]int64
+	ours map[string]map[messages.TopicPartition]targetgroup.Checkpoint
 	log  handlers.CommitLog // nil in a dry run
 }
 
@@ -164,7 +164,7 @@ func applyCheckpoints(ctx context.Context, target targetgroup.Groups, cps []mess
 		if byGroup[cp.Group] == nil {
 			byGroup[cp.Group] = make(map[messages.TopicPartition]targetgroup.Checkpoint)
 		}
-		byGroup[cp.Group][cp.TopicPartition] = targetgroup.Checkpoint{Downstream: cp.DownstreamOffset, Metadata: cp.Metadata}
+		byGroup[cp.Group][cp.TopicPartition] = targetgroup.Checkpoint{Downstream: cp.DownstreamOffset, Upstream: cp.UpstreamOffset, Metadata: cp.Metadata}
 		topicSet[cp.Topic] = true
 	}
 	groups := slices.Sorted(maps.Keys(byGroup))
@@ -297,7 +297,7 @@ func writeAhead(ctx context.Context, rewinds *applyRewinds, group string, commit
 	}
 	planned := make([]messages.Checkpoint, 0, len(commit))
 	for tp, cp := range commit {
-		planned = append(planned, messages.Checkpoint{Group: group, TopicPartition: tp, DownstreamOffset: cp.Downstream, Metadata: cp.Metadata})
+		planned = append(planned, messages.Checkpoint{Group: group, TopicPartition: tp, UpstreamOffset: cp.Upstream, DownstreamOffset: cp.Downstream, Metadata: cp.Metadata})
 	}
 	return rewinds.log.Append(ctx, planned)
 }

@@ -157,9 +157,10 @@ func TestApplyCheckpoints(t *testing.T) {
 			name: "with the commit log, a group still at checkpointd's offset goes back; one a consumer moved does not",
 			target: applyTarget{states: map[string]targetgroup.Group{"g": empty}, existing: both,
 				offsets: map[string]map[messages.TopicPartition]int64{"g": {p0: 200, p1: 300}}},
-			cps:           cps("g", map[messages.TopicPartition]int64{p0: 1, p1: 2}),
-			execute:       true,
-			rewinds:       &applyRewinds{ours: map[string]map[messages.TopicPartition]int64{"g": {p0: 200, p1: 250}}, log: &memLog{}},
+			cps:     cps("g", map[messages.TopicPartition]int64{p0: 1, p1: 2}),
+			execute: true,
+			rewinds: &applyRewinds{ours: map[string]map[messages.TopicPartition]targetgroup.Checkpoint{
+				"g": {p0: {Downstream: 200, Upstream: 400}, p1: {Downstream: 250, Upstream: 500}}}, log: &memLog{}},
 			want:          map[messages.TopicPartition]want{p0: {ActionCommitted, targetgroup.Rewound, 200}, p1: {ActionSkip, targetgroup.TargetAheadMovedByConsumer, 300}},
 			wantCommitted: map[messages.TopicPartition]int64{p0: 1},
 			wantLogged:    map[messages.TopicPartition]int64{p0: 1},
@@ -168,9 +169,10 @@ func TestApplyCheckpoints(t *testing.T) {
 			name: "a commit log that cannot be written stops the commit",
 			target: applyTarget{states: map[string]targetgroup.Group{"g": empty}, existing: both,
 				offsets: map[string]map[messages.TopicPartition]int64{"g": {p0: 200}}},
-			cps:        cps("g", map[messages.TopicPartition]int64{p0: 1}),
-			execute:    true,
-			rewinds:    &applyRewinds{ours: map[string]map[messages.TopicPartition]int64{"g": {p0: 200}}, log: &memLog{err: errors.New("not authorized")}},
+			cps:     cps("g", map[messages.TopicPartition]int64{p0: 1}),
+			execute: true,
+			rewinds: &applyRewinds{ours: map[string]map[messages.TopicPartition]targetgroup.Checkpoint{"g": {p0: {Downstream: 200, Upstream: 400}}},
+				log: &memLog{err: errors.New("not authorized")}},
 			want:       map[messages.TopicPartition]want{p0: {ActionFailed, targetgroup.Retriable, 200}},
 			wantFailed: true,
 		},
@@ -224,8 +226,8 @@ type memLog struct {
 	logged map[string]map[messages.TopicPartition]int64
 }
 
-func (l *memLog) Load(context.Context) (map[string]map[messages.TopicPartition]int64, error) {
-	return l.logged, l.err
+func (l *memLog) Load(context.Context) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error) {
+	return nil, l.err
 }
 
 func (l *memLog) Append(_ context.Context, cps []messages.Checkpoint) error {

@@ -123,7 +123,6 @@ func (p *Pipeline) build(ctx context.Context) error {
 	}
 	p.closers = append(p.closers, pub.Close)
 	target := clusterName("target", p.cfg.TargetAlias)
-	producer := pub // the commit log writes through it too, reporting to its own stage
 	pub = healthPublisher{Publisher: pub, stage: p.health.Stage(StageCheckpointWriter, target, readerRetryGap)}
 	p.outbox = handlers.NewOutbox(pub, topics.Checkpoints, handlers.DefaultOutboxBatch, log, handlers.WithPropagator(p.opts.propagator))
 
@@ -186,7 +185,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 
 	// Commit stage.
 	if p.cfg.SyncGroupOffsets && p.cfg.FollowSourceRewinds {
-		if p.commitLog, err = p.newCommitLog(ctx, targetAdmin, producer); err != nil {
+		if p.commitLog, err = p.newCommitLog(ctx, targetAdmin, producerCfg); err != nil {
 			return err
 		}
 	}
@@ -440,9 +439,9 @@ func (p *Pipeline) observer() handlers.Observer {
 }
 
 // newCommitLog makes sure the commit log topic exists on the target and
-// returns the log, written through pub (the checkpoint publisher's producer,
-// reporting to a stage of its own).
-func (p *Pipeline) newCommitLog(ctx context.Context, targetAdmin sarama.ClusterAdmin, pub message.Publisher) (*kafkalog.CommitLog, error) {
+// returns the log, with a producer of its own: the commit stage waits for
+// each write, and must not wait behind the outbox's checkpoint batches.
+func (p *Pipeline) newCommitLog(ctx context.Context, targetAdmin sarama.ClusterAdmin, producerCfg *sarama.Config) (*kafkalog.CommitLog, error) {
 	topic := kafkalog.CommitLogTopic(p.cfg.SourceAlias)
 	// As replicated as the checkpoints topic, which may have been created
 	// beforehand with another factor than checkpoints.topic.replication.factor.
@@ -462,6 +461,11 @@ func (p *Pipeline) newCommitLog(ctx context.Context, targetAdmin sarama.ClusterA
 	target := clusterName("target", p.cfg.TargetAlias)
 	reader := kafkalog.ReaderConfig{Brokers: p.cfg.Target.BootstrapServers, Sarama: sc, Cluster: target, Logger: p.logger,
 		Observer: p.stageObserver(p.health.Stage(StageCommitLogReader, target, readerRetryGap), "")}
+	pub, err := kafkalog.NewCheckpointPublisher(p.cfg.Target.BootstrapServers, producerCfg, p.logger)
+	if err != nil {
+		return nil, fmt.Errorf("commit log writer on target cluster %q: %w", p.cfg.TargetAlias, err)
+	}
+	p.closers = append(p.closers, pub.Close)
 	pub = healthPublisher{Publisher: pub, stage: p.health.Stage(StageCommitLogWriter, target, readerRetryGap)}
 	return kafkalog.NewCommitLog(topic, reader, pub, p.logger), nil
 }

@@ -19,14 +19,14 @@ type Input struct {
 	Existing map[messages.TopicPartition]bool
 	// FollowRewinds lets a translated offset below the target's committed
 	// one be written when that committed offset is the one checkpointd
-	// itself last committed there (Ours): the source group went back, and
-	// no consumer has moved the target group since. Off, a target group is
-	// never lowered (MM2's rule).
+	// itself last committed there (Ours) and the checkpoint translates an
+	// earlier source commit than that one did: the source group went back,
+	// and no consumer has moved the target group since. Off, a target group
+	// is never lowered (MM2's rule).
 	FollowRewinds bool
-	// Ours holds, per target partition, the offset checkpointd last
-	// committed into the group; absent means checkpointd has no record of
-	// committing there.
-	Ours map[messages.TopicPartition]int64
+	// Ours holds, per target partition, what checkpointd last committed into
+	// the group; absent means checkpointd has no record of committing there.
+	Ours map[messages.TopicPartition]targetgroup.Checkpoint
 }
 
 // Plan is the decision for one group: every checkpointed partition is either
@@ -95,8 +95,12 @@ func partitionSkip(tp messages.TopicPartition, cp targetgroup.Checkpoint, in Inp
 		return targetgroup.TargetAhead, true
 	case !known:
 		return targetgroup.TargetAheadNotOurs, true
-	case ours != cur:
+	case ours.Downstream != cur:
 		return targetgroup.TargetAheadMovedByConsumer, true
+	case ours.Upstream < 0 || cp.Upstream < 0 || cp.Upstream >= ours.Upstream:
+		// Not a source rewind: a coarser translation of the same or a later
+		// source commit (say, MM2 writing checkpoints for the group too).
+		return targetgroup.TargetAhead, true
 	}
 	return "", false
 }

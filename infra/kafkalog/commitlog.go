@@ -11,6 +11,7 @@ import (
 
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // CommitLogTopic names the compacted topic on the target cluster where
@@ -24,9 +25,8 @@ var anyCheckpointValue = messages.Checkpoint{}.Value()
 // CommitLog keeps, on a compacted topic of the target cluster, the offset
 // checkpointd last committed into each (group, partition) of a target group,
 // as a record in MM2's checkpoint format: key group, topic, partition; value
-// the committed offset as the downstream offset and the commit metadata
-// (the upstream offset is not known there and is -1). It implements
-// handlers.CommitLog.
+// the source commit's offset, the committed offset and the commit metadata,
+// as in the checkpoint that was committed. It implements handlers.CommitLog.
 type CommitLog struct {
 	topic  string
 	reader ReaderConfig
@@ -43,12 +43,12 @@ func NewCommitLog(topic string, reader ReaderConfig, pub message.Publisher, logg
 	return &CommitLog{topic: topic, reader: reader, pub: pub, logger: logger}
 }
 
-// Load reads the topic to its end: per group and partition, the offset last
+// Load reads the topic to its end: per group and partition, what was last
 // committed. A record it cannot decode is skipped with a warning: the
 // partition then counts as never committed by checkpointd, which only
 // makes the commit stage leave it alone.
-func (l *CommitLog) Load(ctx context.Context) (map[string]map[messages.TopicPartition]int64, error) {
-	out := make(map[string]map[messages.TopicPartition]int64)
+func (l *CommitLog) Load(ctx context.Context) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error) {
+	out := make(map[string]map[messages.TopicPartition]targetgroup.Checkpoint)
 	skipped := 0
 	err := ReadLog(ctx, l.reader, l.topic, false, func(r envelope.Record) error {
 		cp, err := messages.DecodeCheckpoint(r.Key, r.Value)
@@ -68,10 +68,10 @@ func (l *CommitLog) Load(ctx context.Context) (map[string]map[messages.TopicPart
 		}
 		g := out[cp.Group]
 		if g == nil {
-			g = make(map[messages.TopicPartition]int64)
+			g = make(map[messages.TopicPartition]targetgroup.Checkpoint)
 			out[cp.Group] = g
 		}
-		g[cp.TopicPartition] = cp.DownstreamOffset
+		g[cp.TopicPartition] = targetgroup.Checkpoint{Downstream: cp.DownstreamOffset, Upstream: cp.UpstreamOffset, Metadata: cp.Metadata}
 		return nil
 	})
 	if err != nil {
@@ -92,10 +92,9 @@ func (l *CommitLog) Append(_ context.Context, commits []messages.Checkpoint) err
 func (l *CommitLog) write(batch []messages.Checkpoint) error {
 	msgs := make([]*message.Message, 0, len(batch))
 	for _, cp := range batch {
-		cp.UpstreamOffset = -1
 		if err := cp.Validate(); err != nil {
-			l.logger.Warn("commit not recorded in the commit log", "group", cp.Group, "error", err)
-			continue
+			// Not recorded means not committed: the caller holds the commit.
+			return fmt.Errorf("commit of group %q: %w", cp.Group, err)
 		}
 		msg := message.NewMessage(cp.Group+"/"+cp.TopicPartition.String()+"/"+strconv.FormatInt(cp.DownstreamOffset, 10), cp.Value())
 		msg.Metadata.Set(envelope.MetaKey, string(cp.Key()))

@@ -18,6 +18,7 @@ const (
 // Checkpoint is a group's translated position on one target partition.
 type Checkpoint struct {
 	Downstream int64  // the offset to commit on the target
+	Upstream   int64  // the source commit it translates; -1 when unknown
 	Metadata   string // the source commit's metadata, copied as MM2 does
 }
 
