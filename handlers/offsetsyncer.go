@@ -719,7 +719,6 @@ func (s *OffsetSyncer) settle(w work, outcome map[messages.TopicPartition]target
 	}
 	for tp, r := range outcome {
 		tried := w.checkpoints[tp]
-		s.cfg.Observer.TargetResult(w.group, tp, r, tried.at(), tried.committedAt())
 		if g == nil {
 			continue
 		}
@@ -745,6 +744,12 @@ func (s *OffsetSyncer) settle(w work, outcome map[messages.TopicPartition]target
 		}
 	}
 	s.mu.Unlock()
+	// Observers hear it outside the lock: a user's observer that is slow, or
+	// calls back into the syncer, must not hold up the checkpoints.
+	for tp, r := range outcome {
+		tried := w.checkpoints[tp]
+		s.cfg.Observer.TargetResult(w.group, tp, r, tried.at(), tried.committedAt())
+	}
 }
 
 // Pending reports how many groups have checkpoints not yet settled.

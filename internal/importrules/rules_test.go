@@ -1,6 +1,8 @@
 package importrules
 
 import (
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -18,6 +20,28 @@ func TestModuleKeepsItsLayers(t *testing.T) {
 	}
 	for _, v := range Check(module, pkgs, Rules, Binaries) {
 		t.Error(v)
+	}
+}
+
+// TestServiceBinaryLinks asks the go tool what cmd/checkpointd links, third-party
+// packages included: no test bed, demo or embedded cluster, whoever imports it.
+func TestServiceBinaryLinks(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "../../cmd/checkpointd").Output()
+	if err != nil {
+		t.Fatalf("go list -deps of cmd/checkpointd: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/IBM/sarama") {
+		t.Fatalf("go list -deps gave %d packages without sarama: not the service's", len(deps))
+	}
+	for _, d := range deps {
+		for _, b := range Binaries {
+			for _, f := range b.Forbidden {
+				if d == f || strings.HasPrefix(d, f+"/") || strings.HasPrefix(d, module+"/"+f) {
+					t.Errorf("cmd/checkpointd links %s", d)
+				}
+			}
+		}
 	}
 }
 
