@@ -680,4 +680,60 @@ func (f *fixture) testFollowSourceRewinds(t *testing.T) {
 		}
 	}
 	f.stop(t, in)
+	f.failOver(t, followed, topic, target, low)
+}
+
+// failOver runs a consumer of group on the target, from its committed
+// offsets, and checks it reads every record the source group had not
+// processed: those at and after from on the source, by value.
+func (f *fixture) failOver(t *testing.T, group, topic string, committed map[messages.TopicPartition]groupOffset, from int64) {
+	t.Helper()
+	remote := f.remote(topic)
+	const ahead = 5 // records past from that must arrive
+	var mu sync.Mutex
+	seen := make(map[string]bool)
+	reached := make(map[int32]bool)
+	done := make(chan struct{})
+	var once sync.Once
+	m := join(t, f.bed.Target, group, remote, sarama.OffsetNewest, func(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+		tp := messages.TopicPartition{Topic: remote, Partition: c.Partition()}
+		if c.InitialOffset() != committed[tp].offset {
+			t.Errorf("%s: failover consumer starts at %d, not at the committed %d", tp, c.InitialOffset(), committed[tp].offset)
+		}
+		for {
+			select {
+			case msg, ok := <-c.Messages():
+				if !ok {
+					return nil
+				}
+				mu.Lock()
+				seen[string(msg.Value)] = true
+				if msg.Offset >= from+ahead {
+					reached[msg.Partition] = true
+				}
+				if len(reached) == len(committed) {
+					once.Do(func() { close(done) })
+				}
+				mu.Unlock()
+			case <-s.Context().Done():
+				return nil
+			}
+		}
+	})
+	select {
+	case <-done:
+	case <-time.After(waitTimeout):
+		t.Fatalf("failover consumer of %s did not read past offset %d on every partition within %s", group, from+ahead, waitTimeout)
+	}
+	m.stop(t)
+	mu.Lock()
+	defer mu.Unlock()
+	missed := 0
+	for _, r := range f.bed.Source.ReadAll(t, topic) {
+		if r.Offset >= from && r.Offset <= from+ahead && !seen[string(r.Value)] {
+			missed++
+			t.Errorf("failover consumer of %s skipped source record %s-%d@%d", group, topic, r.Partition, r.Offset)
+		}
+	}
+	t.Logf("failover consumer of %s read %d records, none of the source's from offset %d on skipped (%d missed)", group, len(seen), from, missed)
 }
