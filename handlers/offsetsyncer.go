@@ -323,6 +323,9 @@ func (s *OffsetSyncer) loadCommitLog(ctx context.Context) bool {
 	defer cancel()
 	ours, err := s.cfg.CommitLog.Load(loadCtx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return false // shutting down
+		}
 		s.cfg.Logger.Error("reading what checkpointd committed into target groups failed; target groups are synced once it can be read",
 			"retry_in", s.cfg.RetryInterval, "error", err)
 		return false
