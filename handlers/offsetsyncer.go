@@ -607,7 +607,9 @@ func (s *OffsetSyncer) remember(w work, written map[messages.TopicPartition]targ
 		g = make(map[messages.TopicPartition]targetgroup.Checkpoint, len(written))
 		s.ours[w.group] = g
 	}
-	maps.Copy(g, written)
+	for tp, cp := range written {
+		g[tp] = targetgroup.Checkpoint{Downstream: cp.Downstream, Upstream: cp.Upstream} // the rule needs no metadata
+	}
 }
 
 // work is a snapshot of one group's pending checkpoints.

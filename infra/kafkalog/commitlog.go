@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -71,7 +72,9 @@ func (l *CommitLog) Load(ctx context.Context) (map[string]map[messages.TopicPart
 			g = make(map[messages.TopicPartition]targetgroup.Checkpoint)
 			out[cp.Group] = g
 		}
-		g[cp.TopicPartition] = targetgroup.Checkpoint{Downstream: cp.DownstreamOffset, Upstream: cp.UpstreamOffset, Metadata: cp.Metadata}
+		// The metadata stays out: the commit stage's rule does not need it,
+		// and it can be most of a record's size.
+		g[cp.TopicPartition] = targetgroup.Checkpoint{Downstream: cp.DownstreamOffset, Upstream: cp.UpstreamOffset}
 		return nil
 	})
 	if err != nil {
@@ -81,10 +84,18 @@ func (l *CommitLog) Load(ctx context.Context) (map[string]map[messages.TopicPart
 	return out, nil
 }
 
-// Append writes commits, in one batch, and returns once the broker has them.
+// commitLogChunk bounds the records of one write: a first start commits
+// 500 groups × all their partitions per batch, and one message per record
+// for all of them at once would set the process's peak memory.
+const commitLogChunk = 4096
+
+// Append writes commits, in chunks, in order, and returns once the broker
+// has them all.
 func (l *CommitLog) Append(_ context.Context, commits []messages.Checkpoint) error {
-	if err := l.write(commits); err != nil {
-		return fmt.Errorf("write the commit log %s: %w", l.topic, err)
+	for chunk := range slices.Chunk(commits, commitLogChunk) {
+		if err := l.write(chunk); err != nil {
+			return fmt.Errorf("write the commit log %s: %w", l.topic, err)
+		}
 	}
 	return nil
 }
