@@ -121,7 +121,7 @@ func openCommitLog(ctx context.Context, cfg *config.Config, logger *slog.Logger,
 		return nil, nothing, fmt.Errorf("target consumer config: %w", err)
 	}
 	reader := kafkalog.ReaderConfig{Brokers: cfg.Target.BootstrapServers, Sarama: sc, Cluster: cfg.TargetAlias, Logger: logger}
-	var pub message.Publisher = noPublisher{}
+	var pub message.Publisher // a dry run only reads the log
 	closeLog := nothing
 	if execute {
 		pc, err := cfg.SaramaConfig(config.TargetProducer)
@@ -145,15 +145,6 @@ func openCommitLog(ctx context.Context, cfg *config.Config, logger *slog.Logger,
 	}
 	return r, closeLog, nil
 }
-
-// noPublisher stands for the commit log's writer in a dry run, which writes
-// nothing.
-type noPublisher struct{}
-
-func (noPublisher) Publish(string, ...*message.Message) error {
-	return errors.New("a dry run writes nothing")
-}
-func (noPublisher) Close() error { return nil }
 
 // applyCheckpoints is ApplyCheckpoints over any targetgroup.Groups; rewinds
 // is nil when source rewinds are not followed.

@@ -215,9 +215,7 @@ func printApplied(w io.Writer, format string, applied []pipeline.ApplyRow) error
 		}
 	}
 	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return printJSON(w, rows)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tGROUP STATE\tCURRENT OFFSET\tTRANSLATED OFFSET\tACTION\tREASON")
@@ -240,9 +238,7 @@ func printTranslated(w io.Writer, format string, cps []messages.Checkpoint) erro
 		rows[i] = translatedOffset{cp.Group, cp.Topic, cp.Partition, cp.UpstreamOffset, cp.DownstreamOffset, cp.Metadata}
 	}
 	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return printJSON(w, rows)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tSOURCE OFFSET\tTARGET OFFSET")
@@ -258,9 +254,7 @@ func printExplained(w io.Writer, format string, explained []pipeline.Explanation
 		rows[i] = explanation(e)
 	}
 	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return printJSON(w, rows)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tSOURCE TOPIC\tPARTITION\tCOMMITTED\tTRANSLATION\tTARGET OFFSET\tLAST CHECKPOINT\tDECISION")
@@ -280,4 +274,11 @@ func printExplained(w io.Writer, format string, explained []pipeline.Explanation
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Group, r.UpstreamTopic, r.Partition, r.Committed, r.Translation, down, last, decision)
 	}
 	return tw.Flush()
+}
+
+// printJSON writes v as indented JSON, the --format json of translate.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
