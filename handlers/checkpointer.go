@@ -13,6 +13,7 @@ import (
 	"github.com/checkpointd/checkpointd/handlers/filter"
 	"github.com/checkpointd/checkpointd/handlers/translate"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/envelope"
 )
 
 // Emitter takes decided checkpoints in decision order and gets them onto the
@@ -46,6 +47,18 @@ type CheckpointerConfig struct {
 	// quiet spell is acted on without waiting. A source commit is always
 	// decided at once. Zero decides on every sync.
 	RefreshInterval time.Duration
+	// Shards is which groups this instance owns: their commits, decisions
+	// and checkpoint state live here, and no other group's. Nil: one shard
+	// per commit-source partition, every group kept (admin poll, explain).
+	Shards *Shards
+	// CheckpointLog, when set, restores a shard's checkpoint state from the
+	// checkpoints topic when the shard is assigned, before any of its
+	// groups is decided, and the tail keeps only the owned groups'
+	// checkpoints. Nil: the tail keeps every group's.
+	CheckpointLog CheckpointLog
+	// RestoreRetry is the wait before a failed restore read is tried
+	// again. Zero: a second.
+	RestoreRetry time.Duration
 }
 
 // Checkpointer is the state shared by the index, tail and translate handlers:
@@ -89,6 +102,11 @@ type Checkpointer struct {
 	// sync re-decides thousands of groups on one topic.
 	topics map[string]topicInfo
 
+	// restores holds the shards assigned and not yet restored from the
+	// CheckpointLog; restoreWake starts RunRestore's next read.
+	restores    restoreSet
+	restoreWake chan struct{}
+
 	syncsRead       bool
 	checkpointsRead bool
 	// gateOpen is written under mu but read without it, so readiness never
@@ -107,8 +125,10 @@ type groupPartition struct {
 }
 
 type shard struct {
-	live   bool // replay reached the end seen at assignment: decisions may be made
-	groups map[string]struct{}
+	caughtUp bool // replay reached the end seen at assignment
+	restored bool // the shard's checkpoints were read back (or need not be)
+	live     bool // both: decisions may be made
+	groups   map[string]struct{}
 }
 
 // NewCheckpointer makes a Checkpointer whose gate is closed until both the
@@ -130,7 +150,13 @@ func NewCheckpointer(cfg CheckpointerConfig) (*Checkpointer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Checkpointer{
+	if cfg.Shards == nil {
+		cfg.Shards = NewShards(nil)
+	}
+	if cfg.RestoreRetry <= 0 {
+		cfg.RestoreRetry = time.Second
+	}
+	c := &Checkpointer{
 		cfg: cfg,
 		// The gate opens only after the checkpoints topic was read to its end,
 		// so checkpoints are always loaded before the first decision.
@@ -144,7 +170,11 @@ func NewCheckpointer(cfg CheckpointerConfig) (*Checkpointer, error) {
 		topics:      make(map[string]topicInfo),
 		refresh:     make(map[groupPartition]trace.SpanContext),
 		syncDecided: make(map[groupPartition]struct{}),
-	}, nil
+		restores:    make(restoreSet),
+		restoreWake: make(chan struct{}, 1),
+	}
+	cfg.Shards.listen(c)
+	return c, nil
 }
 
 // Index exposes the translation index, read-only use intended (stats, explain).
@@ -265,33 +295,78 @@ func (c *Checkpointer) CheckpointsReadToEnd(ctx context.Context) {
 // CheckpointSeen restores a checkpoint read from the checkpoints topic (MM2's
 // CheckpointStore). Groups this instance has emitted for since it took them
 // over are skipped: their state is ahead of the log, whose tail may still
-// hold older records of ours.
-func (c *Checkpointer) CheckpointSeen(cp messages.Checkpoint) {
+// hold older records of ours. With a CheckpointLog, only the groups of owned
+// shards are kept.
+func (c *Checkpointer) CheckpointSeen(cp messages.Checkpoint) { c.CheckpointSeenAt(cp, -1) }
+
+// CheckpointSeenAt is CheckpointSeen for the record at offset of the
+// checkpoints topic; a restore in progress keeps it over older records.
+func (c *Checkpointer) CheckpointSeenAt(cp messages.Checkpoint, offset int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.sharded() {
+		p := c.cfg.Shards.Of(cp.Group)
+		if c.shards[p] == nil {
+			return // another instance's group
+		}
+		c.restores.saw(p, groupPartition{cp.Group, cp.TopicPartition}, offset)
+	}
 	if _, ours := c.emittedHere[cp.Group]; ours {
 		return
 	}
 	c.emitted.Load(cp.Group, cp.TopicPartition, cp.UpstreamOffset, cp.DownstreamOffset)
 }
 
+// sharded reports whether checkpoint state is kept per owned shard.
+func (c *Checkpointer) sharded() bool { return c.cfg.CheckpointLog != nil }
+
 // ShardAssigned starts the replay of a commit-source partition.
-func (c *Checkpointer) ShardAssigned(p int32) {
+func (c *Checkpointer) ShardAssigned(p int32) { c.cfg.Shards.Assign(p) }
+
+// ShardRevoked forgets the groups of a partition another instance now owns.
+func (c *Checkpointer) ShardRevoked(p int32) { c.cfg.Shards.Revoke(p) }
+
+func (c *Checkpointer) assigned(p int32, epoch uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dropShard(p)
-	c.shards[p] = &shard{groups: make(map[string]struct{})}
+	sh := &shard{groups: make(map[string]struct{}), restored: !c.sharded()}
+	c.shards[p] = sh
+	if c.sharded() {
+		c.restores.start(p, epoch)
+		select {
+		case c.restoreWake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (c *Checkpointer) revoked(p int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropShard(p)
 }
 
 // ShardCaughtUp ends the replay of a partition: from now on its groups are
-// decided on every change, and all of them are decided once now. Deciding
-// only after the replay keeps a compacted log's older duplicates from being
-// taken for a rewind of the group.
+// decided on every change, and all of them are decided once now (or once
+// its checkpoints are restored). Deciding only after the replay keeps a
+// compacted log's older duplicates from being taken for a rewind of the
+// group.
 func (c *Checkpointer) ShardCaughtUp(ctx context.Context, p int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sh := c.shards[p]
 	if sh == nil {
+		return
+	}
+	sh.caughtUp = true
+	c.maybeLive(ctx, sh)
+}
+
+// maybeLive makes a shard live once it is caught up and restored, and
+// decides its groups. The caller holds c.mu.
+func (c *Checkpointer) maybeLive(ctx context.Context, sh *shard) {
+	if sh.live || !sh.caughtUp || !sh.restored {
 		return
 	}
 	sh.live = true
@@ -302,14 +377,103 @@ func (c *Checkpointer) ShardCaughtUp(ctx context.Context, p int32) {
 	}
 }
 
-// ShardRevoked forgets the groups of a partition another instance now owns.
-func (c *Checkpointer) ShardRevoked(p int32) {
+// RunRestore restores, until ctx ends, the checkpoint state of the shards
+// assigned to this instance from the CheckpointLog: one read of the topic
+// for all the shards waiting, before any of their groups is decided. It
+// returns at once without a CheckpointLog.
+func (c *Checkpointer) RunRestore(ctx context.Context) error {
+	if !c.sharded() {
+		<-ctx.Done()
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.restoreWake:
+		}
+		if !c.restoreOnce(ctx) {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(c.cfg.RestoreRetry):
+			}
+			c.poke()
+		}
+	}
+}
+
+func (c *Checkpointer) poke() {
+	select {
+	case c.restoreWake <- struct{}{}:
+	default:
+	}
+}
+
+// restoreOnce reads the checkpoints topic once for every shard waiting and
+// reports whether the read succeeded.
+func (c *Checkpointer) restoreOnce(ctx context.Context) bool {
+	c.mu.Lock()
+	want := make(map[int32]uint64, len(c.restores))
+	for p, st := range c.restores {
+		want[p] = st.epoch
+	}
+	c.mu.Unlock()
+	if len(want) == 0 {
+		return true
+	}
+	began := time.Now()
+	t := newRestoreTarget[translate.Checkpoint](want)
+	err := c.cfg.CheckpointLog.ReadCheckpoints(ctx, func(rec envelope.Record) {
+		cp, ok := decodeCheckpointRecord(rec)
+		if !ok || !t.keep(c.cfg.Shards.Of(cp.Group)) {
+			return
+		}
+		t.add(groupPartition{cp.Group, cp.TopicPartition}, rec.Offset,
+			translate.Checkpoint{Upstream: cp.UpstreamOffset, Downstream: cp.DownstreamOffset})
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			c.cfg.Logger.Error("restoring the checkpoints of newly owned shards failed; their groups wait",
+				"shards", len(want), "retry_in", c.cfg.RestoreRetry, "error", err)
+		}
+		return false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dropShard(p)
+	loaded := 0
+	for key, r := range t.found {
+		p := c.cfg.Shards.Of(key.group)
+		st := c.restores[p]
+		if st == nil || st.epoch != want[p] {
+			continue // revoked, or assigned again, meanwhile
+		}
+		if seen, ok := st.seen[key]; ok && seen >= r.offset {
+			continue // the tail applied this record or a newer one
+		}
+		if _, ours := c.emittedHere[key.group]; ours {
+			continue
+		}
+		c.emitted.Load(key.group, key.tp, r.value.Upstream, r.value.Downstream)
+		loaded++
+	}
+	for p, epoch := range want {
+		if st := c.restores[p]; st == nil || st.epoch != epoch {
+			continue
+		}
+		delete(c.restores, p)
+		if sh := c.shards[p]; sh != nil {
+			sh.restored = true
+			c.maybeLive(ctx, sh)
+		}
+	}
+	c.cfg.Logger.Info("restored the checkpoints of newly owned shards", "shards", len(want), "pairs", loaded,
+		"took", time.Since(began).Round(time.Millisecond))
+	return true
 }
 
 func (c *Checkpointer) dropShard(p int32) {
+	delete(c.restores, p)
 	sh := c.shards[p]
 	if sh == nil {
 		return
@@ -325,6 +489,9 @@ func (c *Checkpointer) dropShard(p int32) {
 		delete(c.emittedHere, group)
 	}
 	delete(c.shards, p)
+	if c.sharded() {
+		c.emitted.DeleteGroups(func(group string) bool { return c.cfg.Shards.Of(group) == p })
+	}
 }
 
 // SourceCommit applies a group's commit (or its deletion) read from shard p.
@@ -339,7 +506,7 @@ func (c *Checkpointer) SourceCommit(ctx context.Context, p int32, rec messages.O
 		// A record for a partition we were never told we own: the reader
 		// sends Assigned first, so this is a reader bug; keep going safely.
 		c.cfg.Logger.Warn("commit record from an unassigned partition", "partition", p, "group", rec.Group)
-		sh = &shard{groups: make(map[string]struct{})}
+		sh = &shard{groups: make(map[string]struct{}), restored: !c.sharded()}
 		c.shards[p] = sh
 	}
 	sh.groups[rec.Group] = struct{}{}

@@ -32,7 +32,7 @@ func (c *Checkpointer) HandleCheckpointRecord(msg *message.Message) error {
 	return c.handleWholeTopic(msg, c.CheckpointsReadToEnd, func(rec envelope.Record) error {
 		cp, err := messages.DecodeCheckpoint(rec.Key, rec.Value)
 		if err == nil {
-			c.CheckpointSeen(cp)
+			c.CheckpointSeenAt(cp, rec.Offset)
 		}
 		return err
 	})

@@ -45,8 +45,22 @@ type OffsetSyncerConfig struct {
 	// one it is off.
 	FollowRewinds bool
 	// CommitLog keeps what checkpointd committed, on the target cluster, so
-	// that the knowledge survives restarts and lease hand-overs.
+	// that the knowledge survives restarts and shard hand-overs.
 	CommitLog CommitLog
+	// Shards is which groups this instance commits: only the owned shards'
+	// groups are kept and committed. Nil: one shard, owned while the
+	// reader of HandleCheckpoint has its partition assigned (a commit lease:
+	// Assigned, the replay, CaughtUp).
+	Shards *Shards
+	// CheckpointLog, with Shards, restores a newly owned shard's pending
+	// checkpoints from the checkpoints topic; HandleCheckpoint then gets
+	// the topic's live tail (read whole by every instance) and keeps the
+	// owned groups' records. Nil: the reader's replay is the restore.
+	CheckpointLog CheckpointLog
+	// Fence, when set, is asked just before each batch of commits whether
+	// this instance still owns the batch's shards; nothing is committed
+	// when it says no or cannot tell.
+	Fence Fence
 	// Propagator reads the trace context a checkpoint record carries, for
 	// the commit span's links. Nil: W3C Trace Context.
 	Propagator propagation.TextMapPropagator
@@ -62,8 +76,9 @@ type OffsetSyncerConfig struct {
 // the group is not moved back.
 type CommitLog interface {
 	// Load returns, per group and target partition, what checkpointd last
-	// committed: the offset, and the source commit it translated.
-	Load(ctx context.Context) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error)
+	// committed: the offset, and the source commit it translated; only of
+	// the groups keep accepts (all with a nil keep).
+	Load(ctx context.Context, keep func(group string) bool) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error)
 	// Append records offsets about to be committed (the downstream offset
 	// and metadata of each checkpoint), and returns once they are written.
 	Append(ctx context.Context, commits []messages.Checkpoint) error
@@ -77,25 +92,39 @@ const (
 
 // OffsetSyncer is the commit stage: it keeps the latest checkpoint of every
 // (group, target partition) not yet settled and commits them into idle target
-// groups. It runs on the one instance that holds the commit lease; its state
-// is rebuilt by replaying the compacted checkpoints topic when it gets it.
+// groups. Each instance runs one for the shards of groups it owns (Shards);
+// a shard's state is restored from the compacted checkpoints topic and the
+// CommitLog when the shard is assigned, before any of its groups is decided.
 type OffsetSyncer struct {
-	cfg  OffsetSyncerConfig
-	wake chan struct{}
+	cfg         OffsetSyncerConfig
+	wake        chan struct{}
+	restoreWake chan struct{}
+	// lease: ownership follows the reader's assignment (no Shards given).
+	lease bool
 
-	mu      sync.Mutex
-	live    bool
-	pending map[string]*pendingGroup
-	// gen counts lease changes, so that a CommitLog load that straddles one
-	// is dropped.
-	gen uint64
+	mu sync.Mutex
+	// tailRead: the checkpoints reader reached the end it saw at start
+	// (with a lease: the replay of the current lease).
+	tailRead bool
+	pending  map[string]*pendingGroup
+	// shards are the owned shards; a group is decided only when its
+	// shard is ready (restored).
+	shards   map[int32]*syncShard
+	restores restoreSet
 	// ours is what checkpointd last committed per group and partition, with
-	// FollowRewinds: loaded from the CommitLog once per lease (nil until
-	// then), then kept up to date by the commits.
+	// FollowRewinds: loaded from the CommitLog for each shard as it is
+	// restored, then kept up to date by the commits.
 	ours map[string]map[messages.TopicPartition]targetgroup.Checkpoint
 }
 
+// syncShard is an owned shard of the commit stage.
+type syncShard struct {
+	epoch uint64
+	ready bool // restored: its groups may be decided
+}
+
 type pendingGroup struct {
+	shard       int32
 	checkpoints map[messages.TopicPartition]pendingCheckpoint
 	changed     bool      // a checkpoint arrived since the last attempt
 	retryAt     time.Time // earliest next attempt when nothing changed
@@ -159,25 +188,65 @@ func NewOffsetSyncer(cfg OffsetSyncerConfig) *OffsetSyncer {
 	if cfg.CommitLog == nil {
 		cfg.FollowRewinds = false
 	}
-	return &OffsetSyncer{cfg: cfg, wake: make(chan struct{}, 1), pending: make(map[string]*pendingGroup)}
+	s := &OffsetSyncer{cfg: cfg, wake: make(chan struct{}, 1), restoreWake: make(chan struct{}, 1),
+		pending: make(map[string]*pendingGroup), shards: make(map[int32]*syncShard), restores: make(restoreSet),
+		ours: make(map[string]map[messages.TopicPartition]targetgroup.Checkpoint)}
+	if s.cfg.Shards == nil {
+		s.cfg.Shards = NewShards(nil)
+		s.cfg.CheckpointLog = nil
+		s.lease = true
+	}
+	s.cfg.Shards.listen(s)
+	return s
+}
+
+// assigned starts a shard: its state is restored before it is decided.
+func (s *OffsetSyncer) assigned(p int32, epoch uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropShard(p)
+	s.shards[p] = &syncShard{epoch: epoch}
+	if s.lease {
+		s.tailRead = false // the lease's replay comes first
+		return
+	}
+	s.restores.start(p, epoch)
+	pokeChan(s.restoreWake)
+}
+
+func (s *OffsetSyncer) revoked(p int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropShard(p)
+}
+
+// dropShard forgets the groups of shard p. The caller holds s.mu.
+func (s *OffsetSyncer) dropShard(p int32) {
+	delete(s.shards, p)
+	delete(s.restores, p)
+	for group, g := range s.pending {
+		if g.shard == p {
+			delete(s.pending, group)
+		}
+	}
+	for group := range s.ours {
+		if s.cfg.Shards.Of(group) == p {
+			delete(s.ours, group)
+		}
+	}
+}
+
+func pokeChan(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }
 
 // HandleCheckpoint is the Watermill handler over the checkpoints topic.
 func (s *OffsetSyncer) HandleCheckpoint(msg *message.Message) error {
 	if ctl, _, _, ok := envelope.ControlOf(msg); ok {
-		s.mu.Lock()
-		switch ctl {
-		case envelope.Assigned, envelope.Revoked:
-			s.live = false
-			s.pending = make(map[string]*pendingGroup)
-			s.gen++
-			s.ours = nil
-		case envelope.CaughtUp:
-			s.live = true
-			s.cfg.Logger.Info("commit stage caught up with the checkpoints topic", "groups_pending", len(s.pending))
-		}
-		s.mu.Unlock()
-		s.poke()
+		s.control(ctl)
 		return nil
 	}
 	// A reader may batch checkpoints (kafkalog.ReaderConfig.BatchRecords):
@@ -202,6 +271,44 @@ func (s *OffsetSyncer) HandleCheckpoint(msg *message.Message) error {
 	return nil
 }
 
+// control applies a control message of the checkpoints reader. With a lease
+// the reader's assignment is the ownership of the one shard; else it is the
+// tail every instance reads, and only its first CaughtUp matters.
+func (s *OffsetSyncer) control(ctl envelope.Control) {
+	if s.lease {
+		switch ctl {
+		case envelope.Assigned:
+			s.cfg.Shards.Assign(0)
+		case envelope.Revoked:
+			s.cfg.Shards.Revoke(0)
+		case envelope.CaughtUp:
+			s.mu.Lock()
+			s.tailRead = true
+			if sh := s.shards[0]; sh != nil {
+				s.cfg.Logger.Info("commit stage caught up with the checkpoints topic", "groups_pending", len(s.pending))
+				if s.cfg.FollowRewinds {
+					s.restores.start(0, sh.epoch) // the commit log is still to read
+					pokeChan(s.restoreWake)
+				} else {
+					sh.ready = true
+				}
+			}
+			s.mu.Unlock()
+			s.poke()
+		}
+		return
+	}
+	if ctl == envelope.CaughtUp {
+		s.mu.Lock()
+		if !s.tailRead {
+			s.cfg.Logger.Info("commit stage read the checkpoints topic to its end", "groups_pending", len(s.pending))
+		}
+		s.tailRead = true
+		s.mu.Unlock()
+		s.poke()
+	}
+}
+
 // queueCheckpoint makes one checkpoint record the group's pending target
 // offset for its partition and reports whether the commit stage is live
 // (the caller then wakes it). annotate puts the checkpoint on the span in
@@ -219,9 +326,43 @@ func (s *OffsetSyncer) queueCheckpoint(ctx context.Context, rec envelope.Record,
 	if s.cfg.Groups != nil && !s.cfg.Groups.Match(cp.Group) {
 		return false
 	}
+	shard, _, owned := s.cfg.Shards.Owner(cp.Group)
+	if !owned {
+		return false // another instance commits it
+	}
 	if span := trace.SpanFromContext(ctx); annotate && span.IsRecording() {
 		annotateCheckpoint(span, cp)
 	}
+	pc := s.pendingOf(cp, rec, headers)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sh := s.shards[shard]
+	if sh == nil {
+		return false // revoked since Owner answered
+	}
+	s.restores.saw(shard, groupPartition{cp.Group, cp.TopicPartition}, rec.Offset)
+	s.put(shard, cp.Group, cp.TopicPartition, pc)
+	return s.tailRead && sh.ready
+}
+
+// put makes pc the pending checkpoint of (group, tp). The caller holds s.mu.
+func (s *OffsetSyncer) put(shard int32, group string, tp messages.TopicPartition, pc pendingCheckpoint) {
+	g := s.pending[group]
+	if g == nil {
+		g = &pendingGroup{shard: shard, checkpoints: make(map[messages.TopicPartition]pendingCheckpoint)}
+		s.pending[group] = g
+	}
+	if _, ok := g.checkpoints[tp]; !ok {
+		// The decoded topic is a new string per record; a first start
+		// queues 100,000 of them, over a handful of topics.
+		tp.Topic = unique.Make(tp.Topic).Value()
+	}
+	g.checkpoints[tp] = pc
+	g.changed = true
+}
+
+// pendingOf is the pending checkpoint of cp, read from rec with headers.
+func (s *OffsetSyncer) pendingOf(cp messages.Checkpoint, rec envelope.Record, headers map[string]string) pendingCheckpoint {
 	pc := pendingCheckpoint{Checkpoint: targetgroup.Checkpoint{Downstream: cp.DownstreamOffset, Upstream: cp.UpstreamOffset, Metadata: cp.Metadata}}
 	if !rec.Timestamp.IsZero() {
 		pc.atMs = rec.Timestamp.UnixMilli()
@@ -235,22 +376,7 @@ func (s *OffsetSyncer) queueCheckpoint(ctx context.Context, rec envelope.Record,
 	if ms, err := strconv.ParseInt(headers[envelope.HeaderCommitTime], 10, 64); err == nil && ms > 0 {
 		pc.committedAtMs = ms
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.pending[cp.Group]
-	if g == nil {
-		g = &pendingGroup{checkpoints: make(map[messages.TopicPartition]pendingCheckpoint)}
-		s.pending[cp.Group] = g
-	}
-	tp := cp.TopicPartition
-	if _, ok := g.checkpoints[tp]; !ok {
-		// The decoded topic is a new string per record; a first start
-		// queues 100,000 of them, over a handful of topics.
-		tp.Topic = unique.Make(tp.Topic).Value()
-	}
-	g.checkpoints[tp] = pc
-	g.changed = true
-	return s.live
+	return pc
 }
 
 // annotateCheckpoint puts cp on the span of the message that carried it;
@@ -271,8 +397,14 @@ func (s *OffsetSyncer) poke() {
 }
 
 // Run syncs until ctx ends: at once when checkpoints arrive, and every
-// RetryInterval for groups that could not be synced.
+// RetryInterval for groups that could not be synced. It restores newly
+// owned shards meanwhile.
 func (s *OffsetSyncer) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if !s.lease {
+		wg.Go(func() { s.runRestore(ctx) })
+	}
 	tick := time.NewTicker(s.cfg.RetryInterval)
 	defer tick.Stop()
 	for {
@@ -288,9 +420,13 @@ func (s *OffsetSyncer) Run(ctx context.Context) error {
 
 // Round makes one sync attempt for every group that is due, BatchSize
 // groups at a time.
+//
+// With a lease, the one shard's commit log is read here, before its first
+// round; sharded, Run restores shards on the side, so that a shard being
+// restored holds up no other.
 func (s *OffsetSyncer) Round(ctx context.Context, now time.Time) {
-	if !s.loadCommitLog(ctx) {
-		return
+	if s.lease {
+		s.restoreOnce(ctx)
 	}
 	due := s.dueGroups(now)
 	for start := 0; start < len(due) && ctx.Err() == nil; start += s.cfg.BatchSize {
@@ -298,47 +434,114 @@ func (s *OffsetSyncer) Round(ctx context.Context, now time.Time) {
 	}
 }
 
-// minCommitLogLoad is the least time a commit log load gets before the
-// round gives up and the next one tries again.
-const minCommitLogLoad = 30 * time.Second
+// minRestoreRead is the least time a restore read gets before it is given
+// up and tried again.
+const minRestoreRead = 30 * time.Second
 
-// loadCommitLog reads what checkpointd committed, once per lease, before
-// the first round that could move a group back. It reports whether the round
-// may go on: when the log cannot be read, nothing is decided (a partition
-// settled without that knowledge would not be moved back later), and the
-// next round tries again.
-func (s *OffsetSyncer) loadCommitLog(ctx context.Context) bool {
-	if !s.cfg.FollowRewinds {
-		return true
+// runRestore restores the shards waiting for it until ctx ends, one read
+// for all of them, and again after RetryInterval when a read fails.
+func (s *OffsetSyncer) runRestore(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.restoreWake:
+		}
+		if !s.restoreOnce(ctx) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(s.cfg.RetryInterval):
+			}
+			pokeChan(s.restoreWake)
+		}
 	}
+}
+
+// restoreOnce reads back, for every shard waiting, the last checkpoint of
+// each of its pairs (without a lease: with a lease the replay did) and what
+// checkpointd committed into its groups (with FollowRewinds), then makes
+// the shards ready. Nothing of a shard is decided before: a partition
+// settled without that knowledge would not be moved back later. It reports
+// whether the reads succeeded.
+func (s *OffsetSyncer) restoreOnce(ctx context.Context) bool {
 	s.mu.Lock()
-	live, loaded, gen := s.live, s.ours != nil, s.gen
+	want := make(map[int32]uint64, len(s.restores))
+	for p, st := range s.restores {
+		want[p] = st.epoch
+	}
 	s.mu.Unlock()
-	if !live || loaded {
+	if len(want) == 0 {
 		return true
 	}
 	// Bounded: a reader waits for a topic it cannot see or read, and the
-	// commit stage would wait with it, silently, until the lease ends.
-	loadCtx, cancel := context.WithTimeout(ctx, max(s.cfg.RetryInterval, minCommitLogLoad))
+	// shard would wait with it, silently.
+	readCtx, cancel := context.WithTimeout(ctx, max(s.cfg.RetryInterval, minRestoreRead))
 	defer cancel()
-	ours, err := s.cfg.CommitLog.Load(loadCtx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return false // shutting down
+	keep := func(group string) bool { _, ok := want[s.cfg.Shards.Of(group)]; return ok }
+	began := time.Now()
+	found := newRestoreTarget[pendingCheckpoint](want)
+	if s.cfg.CheckpointLog != nil {
+		err := s.cfg.CheckpointLog.ReadCheckpoints(readCtx, func(rec envelope.Record) {
+			cp, ok := decodeCheckpointRecord(rec)
+			if !ok || !keep(cp.Group) || (s.cfg.Groups != nil && !s.cfg.Groups.Match(cp.Group)) {
+				return
+			}
+			found.add(groupPartition{cp.Group, cp.TopicPartition}, rec.Offset, s.pendingOf(cp, rec, rec.Headers))
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				s.cfg.Logger.Error("restoring the checkpoints of newly owned shards failed; their groups wait",
+					"shards", len(want), "retry_in", s.cfg.RetryInterval, "error", err)
+			}
+			return false
 		}
-		s.cfg.Logger.Error("reading what checkpointd committed into target groups failed; target groups are synced once it can be read",
-			"retry_in", s.cfg.RetryInterval, "error", err)
-		return false
 	}
-	if ours == nil {
-		ours = make(map[string]map[messages.TopicPartition]targetgroup.Checkpoint)
+	var ours map[string]map[messages.TopicPartition]targetgroup.Checkpoint
+	if s.cfg.FollowRewinds {
+		var err error
+		if ours, err = s.cfg.CommitLog.Load(readCtx, keep); err != nil {
+			if ctx.Err() == nil {
+				s.cfg.Logger.Error("reading what checkpointd committed into target groups failed; target groups are synced once it can be read",
+					"shards", len(want), "retry_in", s.cfg.RetryInterval, "error", err)
+			}
+			return false
+		}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gen != gen {
-		return false // the lease changed meanwhile; the next round loads again
+	restored := 0
+	for key, r := range found.found {
+		p := s.cfg.Shards.Of(key.group)
+		st := s.restores[p]
+		if st == nil || st.epoch != want[p] {
+			continue // revoked, or assigned again, meanwhile
+		}
+		if seen, ok := st.seen[key]; ok && seen >= r.offset {
+			continue // the tail queued this record or a newer one
+		}
+		s.put(p, key.group, key.tp, r.value)
+		restored++
 	}
-	s.ours = ours
+	ready := 0
+	for p, epoch := range want {
+		st, sh := s.restores[p], s.shards[p]
+		if st == nil || st.epoch != epoch || sh == nil || sh.epoch != epoch {
+			continue
+		}
+		delete(s.restores, p)
+		sh.ready = true
+		ready++
+	}
+	for group, g := range ours {
+		p := s.cfg.Shards.Of(group)
+		if sh := s.shards[p]; sh != nil && sh.epoch == want[p] {
+			s.ours[group] = g
+		}
+	}
+	s.mu.Unlock()
+	s.cfg.Logger.Info("restored newly owned shards of the commit stage", "shards", ready, "pairs", restored,
+		"groups_committed_before", len(ours), "took", time.Since(began).Round(time.Millisecond))
+	s.poke()
 	return true
 }
 
@@ -368,20 +571,59 @@ func (s *OffsetSyncer) syncBatch(ctx context.Context, batch []work, now time.Tim
 		}
 		commits = append(commits, commitJob{work: w, plan: plan, seen: current[w.group]})
 	}
-	if !s.leaseHeld(batch) || !s.writeAhead(ctx, commits, now) {
+	if commits = s.stillOwned(commits); len(commits) == 0 || !s.writeAhead(ctx, commits, now) {
 		return
 	}
 	s.confirmRewinds(ctx, commits)
+	if !s.fenced(ctx, commits, now) {
+		return
+	}
 	s.commitAll(ctx, commits, now)
 }
 
-// leaseHeld reports whether the lease batch was taken under is still held:
-// after a hand-over, the new lease's replay decides again, and this round
-// must not commit over what the new holder does.
-func (s *OffsetSyncer) leaseHeld(batch []work) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(batch) == 0 || batch[0].gen == s.gen
+// stillOwned keeps the jobs whose shard is still owned under the epoch they
+// were taken under: after a hand-over the new owner decides them again, and
+// this round must not commit over what it does.
+func (s *OffsetSyncer) stillOwned(jobs []commitJob) []commitJob {
+	out := jobs[:0]
+	for _, j := range jobs {
+		if s.cfg.Shards.Held(j.shard, j.epoch) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// fenced asks the Fence, just before committing, whether the jobs' shards
+// are still this instance's at Kafka, and reports whether to go on. When
+// they are not, or Kafka cannot tell, nothing is committed: the groups are
+// retried, by this instance if it still owns them once it knows, else by
+// their new owner.
+func (s *OffsetSyncer) fenced(ctx context.Context, jobs []commitJob, now time.Time) bool {
+	if s.cfg.Fence == nil || len(jobs) == 0 {
+		return true
+	}
+	seen := make(map[int32]bool)
+	var shards []int32
+	for _, j := range jobs {
+		if !seen[j.shard] {
+			seen[j.shard] = true
+			shards = append(shards, j.shard)
+		}
+	}
+	sort.Slice(shards, func(i, k int) bool { return shards[i] < shards[k] })
+	err := s.cfg.Fence.Verify(ctx, shards)
+	if err == nil {
+		return true
+	}
+	s.cfg.Logger.Warn("not committing: this instance's ownership of the shards could not be confirmed", "shards", len(shards),
+		"groups", len(jobs), "error", err)
+	for _, j := range jobs {
+		outcome := allReason(j.work, targetgroup.Retriable)
+		maps.Copy(outcome, j.plan.Skipped)
+		s.settle(j.work, outcome, now)
+	}
+	return false
 }
 
 // confirmRewinds reads again, after the write-ahead, the offsets of the
@@ -599,7 +841,7 @@ func (s *OffsetSyncer) remember(w work, written map[messages.TopicPartition]targ
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ours == nil || w.gen != s.gen {
+	if sh := s.shards[w.shard]; sh == nil || sh.epoch != w.epoch {
 		return
 	}
 	g := s.ours[w.group]
@@ -616,19 +858,22 @@ func (s *OffsetSyncer) remember(w work, written map[messages.TopicPartition]targ
 type work struct {
 	group       string
 	checkpoints map[messages.TopicPartition]pendingCheckpoint
-	gen         uint64 // the lease it was taken under
+	shard       int32
+	epoch       uint64 // of the shard's assignment it was taken under
 }
 
 func (s *OffsetSyncer) dueGroups(now time.Time) []work {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// With FollowRewinds nothing is decided before the commit log is read:
-	// a partition settled without it would not be moved back later.
-	if !s.live || (s.cfg.FollowRewinds && s.ours == nil) {
+	if !s.tailRead {
 		return nil
 	}
 	var due []work
 	for group, g := range s.pending {
+		sh := s.shards[g.shard]
+		if sh == nil || !sh.ready {
+			continue // restored first: nothing is decided without what Kafka holds
+		}
 		if !g.changed && now.Before(g.retryAt) {
 			continue
 		}
@@ -637,7 +882,7 @@ func (s *OffsetSyncer) dueGroups(now time.Time) []work {
 		for tp, cp := range g.checkpoints {
 			snap[tp] = cp
 		}
-		due = append(due, work{group: group, checkpoints: snap, gen: s.gen})
+		due = append(due, work{group: group, checkpoints: snap, shard: g.shard, epoch: sh.epoch})
 	}
 	sort.Slice(due, func(i, j int) bool { return due[i].group < due[j].group })
 	return due
@@ -719,8 +964,8 @@ func (s *OffsetSyncer) settle(w work, outcome map[messages.TopicPartition]target
 	var groupReason targetgroup.Reason
 	s.mu.Lock()
 	g := s.pending[w.group]
-	if w.gen != s.gen {
-		g = nil // the lease changed since: its replay decides again
+	if sh := s.shards[w.shard]; sh == nil || sh.epoch != w.epoch {
+		g = nil // the shard changed hands since: its restore decides again
 	}
 	for tp, r := range outcome {
 		tried := w.checkpoints[tp]

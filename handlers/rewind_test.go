@@ -23,7 +23,7 @@ type memCommitLog struct {
 	appendErr error
 }
 
-func (l *memCommitLog) Load(context.Context) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error) {
+func (l *memCommitLog) Load(_ context.Context, keep func(string) bool) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.loads++
@@ -32,7 +32,9 @@ func (l *memCommitLog) Load(context.Context) (map[string]map[messages.TopicParti
 	}
 	out := make(map[string]map[messages.TopicPartition]targetgroup.Checkpoint, len(l.ours))
 	for g, m := range l.ours {
-		out[g] = maps.Clone(m)
+		if keep == nil || keep(g) {
+			out[g] = maps.Clone(m)
+		}
 	}
 	return out, nil
 }
@@ -237,7 +239,7 @@ func TestOffsetSyncerRoundOfAnOldLease(t *testing.T) {
 	outcomes := map[messages.TopicPartition]targetgroup.Reason{}
 	s := rewindSyncer(t, target, log, outcomes)
 	handle(t, s, checkpointMsg(t, 0, cpFor("g", tp0, 200)))
-	if !s.loadCommitLog(ctx) {
+	if !s.restoreOnce(ctx) {
 		t.Fatal("commit log not loaded")
 	}
 	due := s.dueGroups(now)

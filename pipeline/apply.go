@@ -134,7 +134,7 @@ func openCommitLog(ctx context.Context, cfg *config.Config, logger *slog.Logger,
 		closeLog = func() { _ = pub.Close() }
 	}
 	log := kafkalog.NewCommitLog(topic, reader, pub, logger)
-	ours, err := log.Load(ctx)
+	ours, err := log.Load(ctx, nil)
 	if err != nil {
 		closeLog()
 		return nil, nothing, err

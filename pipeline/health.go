@@ -22,7 +22,9 @@ const (
 	StageCheckpointsReader  = "checkpoints reader"
 	StageSourceCommitReader = "source commit reader"
 	StageCheckpointWriter   = "checkpoint publisher"
-	StageCommitLease        = "commit lease"
+	StageCommitLease        = "commit lease"  // admin-poll mode
+	StageCommitReader       = "commit reader" // offsets-log mode: the checkpoints tail of the commit stage
+	StageShardRestore       = "shard restore" // reading the checkpoints back for newly owned shards
 	StageTargetCommits      = "target commits"
 	StageCommitLogReader    = "commit log reader"
 	StageCommitLogWriter    = "commit log writer"

@@ -21,6 +21,7 @@ import (
 	"github.com/checkpointd/checkpointd/infra/metrics"
 	"github.com/checkpointd/checkpointd/infra/targetgroups"
 	"github.com/checkpointd/checkpointd/infra/telemetry"
+	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
@@ -36,6 +37,11 @@ type Pipeline struct {
 	outbox       *handlers.Outbox
 	syncer       *handlers.OffsetSyncer
 	commitLog    *kafkalog.CommitLog // with FollowSourceRewinds
+	// shards is which source groups this instance owns, in offsets-log
+	// mode (nil in admin-poll mode, where the commit stage holds a lease);
+	// commitSub shares them among instances and fences the commits.
+	shards    *handlers.Shards
+	commitSub *kafkalog.ShardedReader
 
 	translate *message.Router
 	commit    *message.Router // nil when sync.group.offsets.enabled=false
@@ -128,6 +134,26 @@ func (p *Pipeline) build(ctx context.Context) error {
 
 	observer := p.observer()
 
+	// The source commits decide how work is shared: by __consumer_offsets
+	// partition, or (admin poll) not at all.
+	commitSub, commitTopic, err := p.commitSource(ctx, groupFilter)
+	if err != nil {
+		return err
+	}
+	p.commitTopic = commitTopic
+	var checkpointLog handlers.CheckpointLog
+	if sharded, ok := commitSub.(*kafkalog.ShardedReader); ok {
+		n, err := p.consumerOffsetsPartitions()
+		if err != nil {
+			return err
+		}
+		p.shards = handlers.NewShards(func(group string) int32 { return messages.GroupPartition(group, n) })
+		p.commitSub = sharded
+		if checkpointLog, err = p.checkpointLog(); err != nil {
+			return err
+		}
+	}
+
 	p.checkpointer, err = handlers.NewCheckpointer(handlers.CheckpointerConfig{
 		SourceAlias:     p.cfg.SourceAlias,
 		TargetAlias:     p.cfg.TargetAlias,
@@ -138,6 +164,9 @@ func (p *Pipeline) build(ctx context.Context) error {
 		Observer:        observer,
 		Logger:          log,
 		RefreshInterval: p.cfg.RefreshInterval,
+		Shards:          p.shards,
+		CheckpointLog:   checkpointLog,
+		RestoreRetry:    p.cfg.SyncGroupOffsetsInterval,
 	})
 	if err != nil {
 		return err
@@ -170,11 +199,6 @@ func (p *Pipeline) build(ctx context.Context) error {
 	p.translate.AddConsumerHandler("restore_checkpoints", topics.Checkpoints, tailReader, p.checkpointer.HandleCheckpointRecord)
 
 	// Translate stage: the source commits.
-	commitSub, commitTopic, err := p.commitSource(ctx, groupFilter)
-	if err != nil {
-		return err
-	}
-	p.commitTopic = commitTopic
 	p.translate.AddConsumerHandler("translate_commits", commitTopic, commitSub, p.checkpointer.HandleSourceCommit)
 	if commitTopic == kafkalog.ConsumerOffsetsTopic {
 		p.traceGroups["translate_commits"] = p.cfg.GroupID
@@ -277,6 +301,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 	if err != nil {
 		return err
 	}
+	targetName := clusterName("target", p.cfg.TargetAlias)
 	newLeaseReader := func(suffix, stage string, batch batching) (message.Subscriber, error) {
 		return p.shardedReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias,
 			p.cfg.GroupID+"-"+suffix, false, batch,
@@ -298,7 +323,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 		if p.commitLog != nil { // a nil *CommitLog in the interface would not be nil
 			commitLog = p.commitLog
 		}
-		p.syncer = handlers.NewOffsetSyncer(handlers.OffsetSyncerConfig{
+		syncCfg := handlers.OffsetSyncerConfig{
 			Target:        target,
 			Groups:        p.groupFilter,
 			RetryInterval: p.cfg.SyncGroupOffsetsInterval,
@@ -310,16 +335,34 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			FollowRewinds:     p.cfg.FollowSourceRewinds,
 			CommitLog:         commitLog,
 			Logger:            p.logger,
-		})
+		}
+		if p.shards != nil {
+			syncCfg.Shards = p.shards
+			syncCfg.CheckpointLog, err = p.checkpointLog()
+			if err != nil {
+				return err
+			}
+			syncCfg.Fence = p.commitSub
+		}
+		p.syncer = handlers.NewOffsetSyncer(syncCfg)
 		// The commit stage takes checkpoints in batches (each record with
-		// its own headers): it sees as many as the translate stage writes,
-		// and replays the whole topic when it takes the lease.
-		sub, err := newLeaseReader("commit", StageCommitLease, batching{records: wholeTopicBatch})
+		// its own headers): it sees as many as the translate stage writes.
+		// Sharded, every instance tails the topic and keeps its own
+		// groups', and a shard's state is read back when it is assigned;
+		// in admin-poll mode one instance holds a lease and replays the
+		// whole topic when it takes it.
+		var sub message.Subscriber
+		if p.shards != nil {
+			sub, err = p.logReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias,
+				p.health.Stage(StageCommitReader, targetName, readerRetryGap))
+		} else {
+			sub, err = newLeaseReader("commit", StageCommitLease, batching{records: wholeTopicBatch})
+			p.traceGroups["sync_target_offsets"] = p.cfg.GroupID + "-commit"
+		}
 		if err != nil {
 			return fmt.Errorf("commit-router reader: %w", err)
 		}
 		r.AddConsumerHandler("sync_target_offsets", topics.Checkpoints, sub, p.syncer.HandleCheckpoint)
-		p.traceGroups["sync_target_offsets"] = p.cfg.GroupID + "-commit"
 	}
 	for _, h := range p.opts.checkpointHandlers {
 		// Each handler holds its own lease: handlers sharing one group would
@@ -390,6 +433,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 
 	g.Go(func() error { return runRouter(gctx, p.translate) })
 	g.Go(func() error { return p.checkpointer.RunRefresh(gctx) })
+	g.Go(func() error { return p.checkpointer.RunRestore(gctx) })
 	if p.commit != nil {
 		g.Go(func() error { return runRouter(gctx, p.commit) })
 	}
@@ -468,4 +512,38 @@ func (p *Pipeline) newCommitLog(ctx context.Context, targetAdmin sarama.ClusterA
 	p.closers = append(p.closers, pub.Close)
 	pub = healthPublisher{Publisher: pub, stage: p.health.Stage(StageCommitLogWriter, target, readerRetryGap)}
 	return kafkalog.NewCommitLog(topic, reader, pub, p.logger), nil
+}
+
+// consumerOffsetsPartitions returns how many partitions __consumer_offsets
+// has on the source: a group's shard is the partition its commits land in.
+func (p *Pipeline) consumerOffsetsPartitions() (int32, error) {
+	cfg, err := p.cfg.SaramaConfig(config.SourceAdmin)
+	if err != nil {
+		return 0, fmt.Errorf("source admin client config: %w", err)
+	}
+	client, err := kafkalog.NewClient(p.cfg.Source.BootstrapServers, cfg)
+	if err != nil {
+		return 0, fmt.Errorf("connect to source cluster %q at %v: %w", p.cfg.SourceAlias, p.cfg.Source.BootstrapServers, err)
+	}
+	defer client.Close()
+	parts, err := client.Partitions(kafkalog.ConsumerOffsetsTopic)
+	if err != nil {
+		return 0, fmt.Errorf("partitions of %s on source cluster %q: %w", kafkalog.ConsumerOffsetsTopic, p.cfg.SourceAlias, err)
+	}
+	if len(parts) == 0 {
+		return 0, fmt.Errorf("%s on source cluster %q has no partitions", kafkalog.ConsumerOffsetsTopic, p.cfg.SourceAlias)
+	}
+	return int32(len(parts)), nil
+}
+
+// checkpointLog reads the checkpoints topic back for a new owner of shards.
+func (p *Pipeline) checkpointLog() (handlers.CheckpointLog, error) {
+	sc, err := p.cfg.SaramaConfig(config.TargetConsumer)
+	if err != nil {
+		return nil, fmt.Errorf("target consumer config: %w", err)
+	}
+	target := clusterName("target", p.cfg.TargetAlias)
+	return kafkalog.CheckpointLog{Topic: p.topics().Checkpoints, Reader: kafkalog.ReaderConfig{
+		Brokers: p.cfg.Target.BootstrapServers, Sarama: sc, Cluster: target, Logger: p.logger, BatchRecords: wholeTopicBatch,
+		Observer: stageObserver{stage: p.health.Stage(StageShardRestore, target, readerRetryGap)}}}, nil
 }

@@ -115,3 +115,19 @@ func (c *Checkpoints) Len() int {
 	defer c.mu.Unlock()
 	return len(c.last)
 }
+
+// DeleteGroups forgets the checkpoints of every group drop reports, and
+// returns how many pairs went: an instance that hands a shard of groups
+// over keeps nothing of them.
+func (c *Checkpoints) DeleteGroups(drop func(group string) bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k := range c.last {
+		if drop(k.group) {
+			delete(c.last, k)
+			n++
+		}
+	}
+	return n
+}

@@ -139,3 +139,24 @@ func TestCheckpointsNeverRewindWithoutSourceRewind(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckpointsDeleteGroups(t *testing.T) {
+	c := NewCheckpoints()
+	tp := messages.TopicPartition{Topic: "t", Partition: 0}
+	for _, g := range []string{"a", "b", "c"} {
+		c.Load(g, tp, 10, 5)
+		c.Load(g, messages.TopicPartition{Topic: "t", Partition: 1}, 10, 5)
+	}
+	if n := c.DeleteGroups(func(g string) bool { return g != "b" }); n != 4 {
+		t.Fatalf("DeleteGroups removed %d pairs, want 4", n)
+	}
+	if _, ok := c.Last("a", tp); ok {
+		t.Fatal("group a still has a checkpoint")
+	}
+	if cp, ok := c.Last("b", tp); !ok || cp.Downstream != 5 {
+		t.Fatalf("group b lost its checkpoint: %+v %v", cp, ok)
+	}
+	if c.Len() != 2 {
+		t.Fatalf("Len = %d, want 2", c.Len())
+	}
+}

@@ -45,10 +45,13 @@ func NewCommitLog(topic string, reader ReaderConfig, pub message.Publisher, logg
 }
 
 // Load reads the topic to its end: per group and partition, what was last
-// committed. A record it cannot decode is skipped with a warning: the
-// partition then counts as never committed by checkpointd, which only
-// makes the commit stage leave it alone.
-func (l *CommitLog) Load(ctx context.Context) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error) {
+// committed, of the groups keep accepts (every group with a nil keep: a
+// shard's new owner keeps its shard's). A record it cannot decode is
+// skipped with a warning: the partition then counts as never committed by
+// checkpointd, which only makes the commit stage leave it alone. The topic
+// may have any number of partitions: a group's records are in one, as
+// the keys decide.
+func (l *CommitLog) Load(ctx context.Context, keep func(group string) bool) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error) {
 	out := make(map[string]map[messages.TopicPartition]targetgroup.Checkpoint)
 	skipped := 0
 	err := ReadLog(ctx, l.reader, l.topic, false, func(r envelope.Record) error {
@@ -65,6 +68,9 @@ func (l *CommitLog) Load(ctx context.Context) (map[string]map[messages.TopicPart
 			skipped++
 			l.logger.Warn("skipping a record of the commit log that does not decode", "topic", l.topic,
 				"partition", r.Partition, "offset", r.Offset, "error", err)
+			return nil
+		}
+		if keep != nil && !keep(cp.Group) {
 			return nil
 		}
 		g := out[cp.Group]

@@ -78,6 +78,7 @@ type ShardedReader struct {
 	cfg    ShardedReaderConfig
 	sarama *sarama.Config
 	subs   subscriptions
+	member memberSlot // the current session, for Verify; nil between sessions
 }
 
 // NewShardedReader checks cfg and makes a reader. It does not connect: each
@@ -139,6 +140,7 @@ func (r *ShardedReader) Subscribe(ctx context.Context, topic string) (<-chan *me
 			topic:  topic,
 			out:    out,
 			log:    r.cfg.logger(topic).With("group", r.cfg.GroupID),
+			member: &r.member,
 		}
 		s.run(ctx)
 	})

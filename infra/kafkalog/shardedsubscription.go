@@ -27,6 +27,7 @@ type shardedSubscription struct {
 	log    *slog.Logger
 	client sarama.Client
 	fails  failureLog // the group's failures, logged once per change
+	member *memberSlot
 }
 
 func (s *shardedSubscription) run(ctx context.Context) {
@@ -91,10 +92,14 @@ func (h claimHandler) Setup(sess sarama.ConsumerGroupSession) error {
 	h.s.fails.ok(h.s.log, "") // the line below says it
 	h.s.log.Info("joined consumer group", "generation", sess.GenerationID(), "partitions", sess.Claims()[h.s.topic])
 	h.s.cfg.Observer.ReadReady(h.s.topic)
+	h.s.member.Store(&membership{client: h.s.client, topic: h.s.topic, memberID: sess.MemberID(), generation: sess.GenerationID()})
 	return nil
 }
 
-func (h claimHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h claimHandler) Cleanup(sarama.ConsumerGroupSession) error {
+	h.s.member.Store(nil)
+	return nil
+}
 
 func (h claimHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	return h.s.consumeClaim(sess, claim)

@@ -1,0 +1,182 @@
+package handlers
+
+import (
+	"context"
+	"sync"
+
+	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/envelope"
+)
+
+// Shards is which shards of source groups this instance owns. A group
+// belongs to one shard (Of); a shard is owned while the Kafka consumer group
+// that shares them among instances has it assigned here: a partition of
+// __consumer_offsets in offsets-log mode, the commit lease in admin-poll
+// mode. Each assignment gets a new epoch, so that work begun under an
+// earlier one (a restore, a commit round) is recognised and dropped.
+//
+// The stages that keep per-group state (the Checkpointer, the OffsetSyncer)
+// listen and keep only the groups of the shards they own.
+type Shards struct {
+	of func(group string) int32
+
+	mu        sync.Mutex
+	held      map[int32]uint64
+	next      uint64
+	listeners []shardListener
+}
+
+// shardListener hears of shards changing owner. The calls come in order for
+// a shard, outside the Shards' lock.
+type shardListener interface {
+	assigned(p int32, epoch uint64)
+	revoked(p int32)
+}
+
+// NewShards makes an empty ownership over the shards of. A nil of puts every
+// group in shard 0 (one owner for all).
+func NewShards(of func(group string) int32) *Shards {
+	if of == nil {
+		of = func(string) int32 { return 0 }
+	}
+	return &Shards{of: of, held: make(map[int32]uint64)}
+}
+
+// listen adds l to the listeners; the stages call it when they are made.
+func (s *Shards) listen(l shardListener) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listeners = append(s.listeners, l)
+}
+
+// Of returns the shard of group.
+func (s *Shards) Of(group string) int32 { return s.of(group) }
+
+// Assign records that shard p is now owned here and tells the listeners.
+func (s *Shards) Assign(p int32) uint64 {
+	s.mu.Lock()
+	s.next++
+	epoch := s.next
+	s.held[p] = epoch
+	ls := s.listeners
+	s.mu.Unlock()
+	for _, l := range ls {
+		l.assigned(p, epoch)
+	}
+	return epoch
+}
+
+// Revoke records that shard p is owned elsewhere now and tells the listeners.
+func (s *Shards) Revoke(p int32) {
+	s.mu.Lock()
+	delete(s.held, p)
+	ls := s.listeners
+	s.mu.Unlock()
+	for _, l := range ls {
+		l.revoked(p)
+	}
+}
+
+// Owner returns the shard of group and the epoch it is owned under; ok is
+// false when another instance owns it.
+func (s *Shards) Owner(group string) (p int32, epoch uint64, ok bool) {
+	p = s.of(group)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	epoch, ok = s.held[p]
+	return p, epoch, ok
+}
+
+// Held reports whether shard p is still owned under epoch.
+func (s *Shards) Held(p int32, epoch uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.held[p]
+	return ok && e == epoch
+}
+
+// Owned returns the shards owned now.
+func (s *Shards) Owned() []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]int32, 0, len(s.held))
+	for p := range s.held {
+		out = append(out, p)
+	}
+	return out
+}
+
+// CheckpointLog reads back the checkpoints topic for a new owner of some
+// shards: every record from the oldest to the end the topic has when the
+// read starts, in order. It is I/O, handed in (kafkalog implements it).
+type CheckpointLog interface {
+	ReadCheckpoints(ctx context.Context, fn func(rec envelope.Record)) error
+}
+
+// Fence checks with Kafka, just before target commits, that this instance
+// still owns the shards the commits belong to. A paused or partitioned
+// instance whose shards moved on learns it here, before writing anything.
+type Fence interface {
+	Verify(ctx context.Context, shards []int32) error
+}
+
+// restoring is the state of a shard between its assignment and the end of
+// the read that restores it: the offsets of the records the live tail
+// applied meanwhile, which the restore must not overwrite with older ones.
+type restoring struct {
+	epoch uint64
+	seen  map[groupPartition]int64
+}
+
+// restoreSet is the shards a stage is restoring.
+type restoreSet map[int32]*restoring
+
+func (r restoreSet) start(p int32, epoch uint64) {
+	r[p] = &restoring{epoch: epoch, seen: make(map[groupPartition]int64)}
+}
+
+// saw notes that the tail applied the record at offset for key in shard p.
+func (r restoreSet) saw(p int32, key groupPartition, offset int64) {
+	if st := r[p]; st != nil && offset > st.seen[key] {
+		st.seen[key] = offset
+	}
+}
+
+// restored is the newest record per pair that a restore read found.
+type restored[T any] struct {
+	offset int64
+	value  T
+}
+
+// restoreTarget collects, for one restore read, the newest record of every
+// pair of the shards being restored.
+type restoreTarget[T any] struct {
+	shards map[int32]uint64
+	found  map[groupPartition]restored[T]
+}
+
+func newRestoreTarget[T any](shards map[int32]uint64) *restoreTarget[T] {
+	return &restoreTarget[T]{shards: shards, found: make(map[groupPartition]restored[T])}
+}
+
+// keep reports whether group belongs to a shard being restored.
+func (t *restoreTarget[T]) keep(shard int32) bool {
+	_, ok := t.shards[shard]
+	return ok
+}
+
+func (t *restoreTarget[T]) add(key groupPartition, offset int64, v T) {
+	if cur, ok := t.found[key]; !ok || offset >= cur.offset {
+		t.found[key] = restored[T]{offset: offset, value: v}
+	}
+}
+
+// decodeCheckpointRecord decodes a checkpoints-topic record, or reports
+// false for one that does not decode (the tail counts those).
+func decodeCheckpointRecord(rec envelope.Record) (messages.Checkpoint, bool) {
+	if rec.Tombstone() {
+		return messages.Checkpoint{}, false
+	}
+	cp, err := messages.DecodeCheckpoint(rec.Key, rec.Value)
+	return cp, err == nil
+}
