@@ -22,8 +22,8 @@ import (
 // TestReadyNamesStageWithACLRevoked runs checkpointd with the least ACLs
 // (offsets-log mode, syncing target groups) on the secured cluster, waits
 // until it is ready and has synced a group, then revokes one ACL at a time
-// (WRITE on the checkpoints topic, READ on the commit lease's group, READ on
-// the group sharing __consumer_offsets):
+// (WRITE on the checkpoints topic, READ on the group sharing
+// __consumer_offsets, which also shards the commit stage):
 // /readyz turns 503 naming the stage that lost it once the stage has failed
 // for checkpointd.health.stage.failure.timeout.ms, and 200 again when the
 // ACL is back.
@@ -146,7 +146,6 @@ func TestReadyNamesStageWithACLRevoked(t *testing.T) {
 		g              grant
 	}{
 		{"checkpoint publisher", "target " + strconv.Quote(e.tgt), grant{sarama.AclResourceTopic, e.checkpoints, sarama.AclOperationWrite}},
-		{"commit lease", "target " + strconv.Quote(e.tgt), grant{sarama.AclResourceGroup, gid + "-commit", sarama.AclOperationRead}},
 		{"source commit reader", "source " + strconv.Quote(e.src), grant{sarama.AclResourceGroup, gid, sarama.AclOperationRead}},
 	} {
 		if err := revoke(tc.g); err != nil {

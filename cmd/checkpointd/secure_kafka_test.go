@@ -482,7 +482,6 @@ func (e *aclEnv) leastGrants(gid, group string) []grant {
 		{sarama.AclResourceTopic, e.syncs, sarama.AclOperationRead},
 		{sarama.AclResourceTopic, e.checkpoints, sarama.AclOperationRead},
 		{sarama.AclResourceTopic, e.checkpoints, sarama.AclOperationWrite},
-		{sarama.AclResourceGroup, gid + "-commit", sarama.AclOperationRead},
 		{sarama.AclResourceGroup, group, sarama.AclOperationRead},
 		{sarama.AclResourceTopic, e.remote, sarama.AclOperationRead},
 		{sarama.AclResourceTopic, e.commitLog, sarama.AclOperationRead},
@@ -493,7 +492,9 @@ func (e *aclEnv) leastGrants(gid, group string) []grant {
 			grant{sarama.AclResourceTopic, "__consumer_offsets", sarama.AclOperationRead},
 			grant{sarama.AclResourceGroup, gid, sarama.AclOperationRead})
 	}
+	// Admin poll: the commit stage holds a lease (one instance commits).
 	return append(grants,
+		grant{sarama.AclResourceGroup, gid + "-commit", sarama.AclOperationRead},
 		grant{sarama.AclResourceGroup, group, sarama.AclOperationDescribe},
 		grant{sarama.AclResourceTopic, e.topic, sarama.AclOperationDescribe})
 }

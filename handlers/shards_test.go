@@ -1,0 +1,250 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/checkpointd/checkpointd/handlers/filter"
+	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/envelope"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
+)
+
+// memCheckpointLog is a checkpoints topic in memory: what a restore reads.
+type memCheckpointLog struct {
+	mu    sync.Mutex
+	recs  []envelope.Record
+	reads int
+	err   error
+	// during runs inside a read, after the records: the tail moving on
+	// while the restore reads.
+	during func()
+}
+
+func (l *memCheckpointLog) append(cp messages.Checkpoint) envelope.Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec := envelope.Record{Topic: "source.checkpoints.internal", Offset: int64(len(l.recs)), Key: cp.Key(), Value: cp.Value(),
+		Timestamp: time.UnixMilli(1000)}
+	l.recs = append(l.recs, rec)
+	return rec
+}
+
+func (l *memCheckpointLog) ReadCheckpoints(_ context.Context, fn func(envelope.Record)) error {
+	l.mu.Lock()
+	l.reads++
+	recs, err, during := append([]envelope.Record(nil), l.recs...), l.err, l.during
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		fn(r)
+	}
+	if during != nil {
+		during()
+	}
+	return nil
+}
+
+// byName puts groups named "a…" in shard 0 and the rest in shard 1.
+func byName(group string) int32 {
+	if group != "" && group[0] == 'a' {
+		return 0
+	}
+	return 1
+}
+
+func shardedCheckpointer(t *testing.T, log *memCheckpointLog) (*Checkpointer, *recorder, *Shards) {
+	t.Helper()
+	all, _ := filter.New(".*", "")
+	rec := &recorder{}
+	shards := NewShards(byName)
+	c, err := NewCheckpointer(CheckpointerConfig{
+		SourceAlias: "source", TargetAlias: "target", Policy: messages.DefaultReplicationPolicy{},
+		Topics: all, Groups: all, Emitter: rec, Observer: rec, Shards: shards, CheckpointLog: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, rec, shards
+}
+
+var renamed0 = messages.TopicPartition{Topic: "source.orders", Partition: 0}
+
+func seen(c *Checkpointer, r envelope.Record) {
+	cp, _ := messages.DecodeCheckpoint(r.Key, r.Value)
+	c.CheckpointSeenAt(cp, r.Offset)
+}
+
+// A shard's groups are decided only once their checkpoints were read back,
+// and then against them: a new owner never emits below what the previous
+// owner wrote.
+func TestCheckpointerRestoresAShardBeforeDeciding(t *testing.T) {
+	ctx := context.Background()
+	log := &memCheckpointLog{}
+	c, rec, _ := shardedCheckpointer(t, log)
+	// What the previous owner wrote, before this instance got the shard:
+	// the tail read it, and kept nothing (not ours then).
+	for _, r := range []envelope.Record{
+		log.append(messages.Checkpoint{Group: "a1", TopicPartition: renamed0, UpstreamOffset: 100, DownstreamOffset: 95}),
+		log.append(messages.Checkpoint{Group: "b1", TopicPartition: renamed0, UpstreamOffset: 100, DownstreamOffset: 95}),
+	} {
+		seen(c, r)
+	}
+	c.SyncsReadToEnd(ctx)
+	c.CheckpointsReadToEnd(ctx)
+	c.ApplySync(ctx, syncOf(orders0, 10, 10))
+	c.ShardAssigned(0)
+	c.SourceCommit(ctx, 0, commitRec("a1", orders0, 100), time.Time{})
+	c.ShardCaughtUp(ctx, 0)
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("decided before the shard was restored: %+v", got)
+	}
+	if !c.restoreOnce(ctx) {
+		t.Fatal("restore failed")
+	}
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("emitted %+v below the restored (100 -> 95)", got)
+	}
+	if _, ok := c.emitted.Last("b1", renamed0); ok {
+		t.Error("kept the checkpoint of a group of another shard")
+	}
+	c.ApplySync(ctx, syncOf(orders0, 100, 96))
+	wantCheckpoints(t, rec.take(), messages.Checkpoint{Group: "a1", TopicPartition: renamed0, UpstreamOffset: 100, DownstreamOffset: 96, Metadata: "meta"})
+	// Revoked: nothing of the shard stays.
+	c.ShardRevoked(0)
+	if n := c.emitted.Len(); n != 0 {
+		t.Errorf("%d checkpoints kept after the shard was revoked", n)
+	}
+}
+
+// A record the tail applies while the restore reads wins over the older
+// one the restore found.
+func TestCheckpointerRestoreKeepsNewerTailRecords(t *testing.T) {
+	ctx := context.Background()
+	log := &memCheckpointLog{}
+	c, _, _ := shardedCheckpointer(t, log)
+	log.append(messages.Checkpoint{Group: "a1", TopicPartition: renamed0, UpstreamOffset: 100, DownstreamOffset: 95})
+	c.ShardAssigned(0)
+	log.during = func() {
+		seen(c, log.append(messages.Checkpoint{Group: "a1", TopicPartition: renamed0, UpstreamOffset: 120, DownstreamOffset: 110}))
+	}
+	if !c.restoreOnce(ctx) {
+		t.Fatal("restore failed")
+	}
+	if got, _ := c.emitted.Last("a1", renamed0); got.Downstream != 110 {
+		t.Errorf("restored %+v over the newer tail record (120 -> 110)", got)
+	}
+}
+
+// A restore that fails leaves the shard waiting; a shard revoked during
+// its restore does not come alive.
+func TestCheckpointerRestoreFailureAndRevoke(t *testing.T) {
+	ctx := context.Background()
+	log := &memCheckpointLog{err: errors.New("topic authorization failed")}
+	c, rec, _ := shardedCheckpointer(t, log)
+	openGate(c)
+	c.ApplySync(ctx, syncOf(orders0, 10, 10))
+	c.ShardAssigned(0)
+	c.SourceCommit(ctx, 0, commitRec("a1", orders0, 50), time.Time{})
+	c.ShardCaughtUp(ctx, 0)
+	if c.restoreOnce(ctx) {
+		t.Fatal("restore reported success on a read error")
+	}
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("decided without the restore: %+v", got)
+	}
+	log.err = nil
+	log.during = func() { c.ShardRevoked(0) }
+	c.restoreOnce(ctx)
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("decided a shard revoked during its restore: %+v", got)
+	}
+}
+
+func shardedSyncer(t *testing.T, target *memTarget, log *memCheckpointLog, fence Fence) (*OffsetSyncer, *Shards) {
+	t.Helper()
+	shards := NewShards(byName)
+	s := NewOffsetSyncer(OffsetSyncerConfig{Target: target, RetryInterval: time.Minute, Shards: shards, CheckpointLog: log, Fence: fence})
+	handle(t, s, envelope.NewControl(envelope.CaughtUp, "cp", 0))
+	return s, shards
+}
+
+// The sharded commit stage keeps and commits only its own groups, and
+// restores a newly owned shard's last checkpoints from the topic.
+func TestOffsetSyncerShardedOwnsItsGroupsOnly(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(100, 0)
+	target := newMemTarget()
+	target.existing[tp0] = true
+	log := &memCheckpointLog{}
+	s, shards := shardedSyncer(t, target, log, nil)
+	// Written before this instance owned anything: the previous owner of
+	// shard 0 died before committing a1.
+	log.append(cpFor("a1", tp0, 40))
+	handle(t, s, checkpointMsg(t, 0, cpFor("a1", tp0, 40)))
+	shards.Assign(0)
+	handle(t, s, checkpointMsg(t, 1, cpFor("b1", tp0, 7)))
+	s.Round(ctx, now)
+	if target.calls.commits != 0 {
+		t.Fatalf("committed %d times before the shard was restored", target.calls.commits)
+	}
+	if !s.restoreOnce(ctx) {
+		t.Fatal("restore failed")
+	}
+	s.Round(ctx, now)
+	if got := target.offsets["a1"][tp0]; got != 40 {
+		t.Errorf("a1 on the target = %d, want the restored 40", got)
+	}
+	if _, ok := target.offsets["b1"]; ok {
+		t.Error("committed b1, a group of a shard owned elsewhere")
+	}
+	handle(t, s, checkpointMsg(t, 2, cpFor("a1", tp0, 45)))
+	shards.Revoke(0)
+	s.Round(ctx, now)
+	if got := target.offsets["a1"][tp0]; got != 40 || s.Pending() != 0 {
+		t.Errorf("after revoke: a1 = %d, %d pending; want 40 and nothing", got, s.Pending())
+	}
+}
+
+type denyFence struct{ calls int }
+
+func (f *denyFence) Verify(context.Context, []int32) error {
+	f.calls++
+	return errors.New("member is not in the group")
+}
+
+// A batch decided under an assignment that ended, or that the coordinator
+// no longer confirms, is not committed.
+func TestOffsetSyncerFencesStaleWork(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(100, 0)
+	target := newMemTarget()
+	target.existing[tp0] = true
+	fence := &denyFence{}
+	s, shards := shardedSyncer(t, target, &memCheckpointLog{}, fence)
+	shards.Assign(0)
+	s.restoreOnce(ctx)
+	handle(t, s, checkpointMsg(t, 0, cpFor("a1", tp0, 40)))
+	s.Round(ctx, now)
+	if target.calls.commits != 0 || fence.calls != 1 {
+		t.Fatalf("commits %d, fence asked %d times; want none and once", target.calls.commits, fence.calls)
+	}
+	// Work taken, then the shard moves away and comes back.
+	s.cfg.Fence = nil
+	due := s.dueGroups(now.Add(2 * time.Minute))
+	if len(due) != 1 {
+		t.Fatalf("due %v, want a1", due)
+	}
+	shards.Revoke(0)
+	shards.Assign(0)
+	s.syncBatch(ctx, due, now)
+	if target.calls.commits != 0 {
+		t.Errorf("committed work of an earlier assignment")
+	}
+	var _ targetgroup.Groups = target
+}
