@@ -490,7 +490,11 @@ func (c *Checkpointer) dropShard(p int32) {
 	}
 	delete(c.shards, p)
 	if c.sharded() {
-		c.emitted.DeleteGroups(func(group string) bool { return c.cfg.Shards.Of(group) == p })
+		ofShard := func(group string) bool { return c.cfg.Shards.Of(group) == p }
+		c.emitted.DeleteGroups(ofShard)
+		if f, ok := c.cfg.Emitter.(interface{ Forget(func(string) bool) int }); ok {
+			f.Forget(ofShard)
+		}
 	}
 }
 

@@ -268,6 +268,28 @@ func (o *Outbox) Run(ctx context.Context, drain time.Duration) error {
 
 // take removes up to maxBatch of the oldest queued checkpoints, marks them
 // in flight and makes their messages.
+// Forget drops the queued checkpoints of the groups drop reports and returns
+// how many went: their shard moved to another instance, which decides them
+// from now on, and a late record of the old owner could only be older than
+// its new owner's. A batch already being written is not recalled.
+func (o *Outbox) Forget(drop func(group string) bool) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	kept := o.order[:0]
+	n := 0
+	for _, key := range o.order {
+		if drop(key.group) {
+			delete(o.pending, key)
+			n++
+			continue
+		}
+		kept = append(kept, key)
+	}
+	clear(o.order[len(kept):])
+	o.order = kept
+	return n
+}
+
 func (o *Outbox) take() []outgoing {
 	o.mu.Lock()
 	n := min(len(o.order), o.maxBatch)

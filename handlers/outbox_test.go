@@ -335,3 +335,17 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+func TestOutboxForgetDropsQueuedGroups(t *testing.T) {
+	o := NewOutbox(nil, "cp", 10, nil)
+	for _, g := range []string{"a1", "b1", "a2"} {
+		o.Emit(context.Background(), messages.Checkpoint{Group: g, TopicPartition: messages.TopicPartition{Topic: "t"}, UpstreamOffset: 1, DownstreamOffset: 1}, time.Time{})
+	}
+	if n := o.Forget(func(g string) bool { return g[0] == 'a' }); n != 2 {
+		t.Fatalf("Forget dropped %d, want 2", n)
+	}
+	batch := o.take()
+	if len(batch) != 1 || batch[0].key.group != "b1" {
+		t.Fatalf("left %+v, want b1 only", batch)
+	}
+}
