@@ -2,7 +2,9 @@ package kafkalog_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -373,3 +375,91 @@ var (
 	_ message.Subscriber = (*kafkalog.ShardedReader)(nil)
 	_ message.Subscriber = (*kafkalog.LogReader)(nil)
 )
+
+// Verify is the fence of the commit stage: it confirms a member's
+// partitions at the group coordinator, refuses partitions that moved to
+// another member, and refuses a former member (a paused instance whose
+// session ended while it was away) asking with its old member id.
+func TestShardedReaderVerifyFencesFormerOwners(t *testing.T) {
+	c := kafkatest.Shared(t).Source
+	topic := kafkatest.UniqueName(t, "fenced")
+	group := kafkatest.UniqueName(t, "group")
+	c.CreateTopic(t, topic, 4, nil)
+	own := &ownership{t: t, owner: map[int32]string{}}
+	readerA, _ := newShardedReader(t, c, group, kafkalog.RebalanceCooperativeSticky, nil)
+	readerB, _ := newShardedReader(t, c, group, kafkalog.RebalanceCooperativeSticky, nil)
+	a := collect(t, topic, subscribe(t, readerA, topic), own.react("a"))
+	settled := func(n int) func([]event) bool {
+		return func(es []event) bool {
+			cur := current(t, es)
+			for _, c := range cur {
+				if !c.caughtUp() {
+					return false
+				}
+			}
+			return len(cur) == n
+		}
+	}
+	a.waitFor("A to own all four partitions", settled(4))
+	ctx := context.Background()
+	verify := func(r *kafkalog.ShardedReader, parts []int32) error {
+		// The coordinator may still show the last generation for a moment
+		// after a rebalance: ask until the answer is stable for the test.
+		var err error
+		for range 20 {
+			if err = r.Verify(ctx, parts); err == nil {
+				return nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return err
+	}
+	if err := verify(readerA, []int32{0, 1, 2, 3}); err != nil {
+		t.Fatalf("A owns all four partitions, Verify says %v", err)
+	}
+
+	ctxB, stopB := context.WithCancel(ctx)
+	defer stopB()
+	chB, err := readerB.Subscribe(ctxB, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := collect(t, topic, chB, own.react("b"))
+	deadline := time.Now().Add(wait)
+	for !(settled(2)(a.snapshot()) && settled(2)(b.snapshot())) {
+		if time.Now().After(deadline) {
+			t.Fatalf("members did not settle on 2+2: a %v, b %v", a.snapshot(), b.snapshot())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	fromB, keptByA := own.owned("b"), own.owned("a")
+	if err := verify(readerB, fromB); err != nil {
+		t.Errorf("B owns %v, Verify says %v", fromB, err)
+	}
+	if err := verify(readerA, keptByA); err != nil {
+		t.Errorf("A kept %v, Verify says %v", keptByA, err)
+	}
+	if err := readerA.Verify(ctx, fromB); !errors.Is(err, kafkalog.ErrNotOwner) {
+		t.Errorf("A asked for %v, which moved to B: %v, want ErrNotOwner", fromB, err)
+	}
+
+	// B leaves; kept as a zombie, it asks with its old member id.
+	zombieClient, err := sarama.NewClient([]string{c.Bootstrap}, c.SaramaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zombieClient.Close()
+	zombie := kafkalog.KeepMember(readerB, zombieClient)
+	stopB()
+	b.waitClosed()
+	a.waitFor("A to own all four partitions again", settled(4))
+	if err := readerB.Verify(ctx, fromB); !errors.Is(err, kafkalog.ErrNotOwner) {
+		t.Errorf("B after leaving: %v, want ErrNotOwner", err)
+	}
+	zombie()
+	err = readerB.Verify(ctx, fromB)
+	if !errors.Is(err, kafkalog.ErrNotOwner) || !strings.Contains(err.Error(), "is not in the group") {
+		t.Errorf("B as a zombie with its old member id: %v, want ErrNotOwner naming the member", err)
+	}
+	t.Logf("zombie: %v", err)
+}
