@@ -143,11 +143,9 @@ func (p *Pipeline) build(ctx context.Context) error {
 	p.commitTopic = commitTopic
 	var checkpointLog handlers.CheckpointLog
 	if sharded, ok := commitSub.(*kafkalog.ShardedReader); ok {
-		n, err := p.consumerOffsetsPartitions(ctx)
-		if err != nil {
-			return err
-		}
-		p.shards = handlers.NewShards(func(group string) int32 { return messages.GroupPartition(group, n) })
+		// The reader learns the partition count when it joins, before it
+		// assigns any shard; until then no group is owned here.
+		p.shards = handlers.NewShards(func(group string) int32 { return messages.GroupPartition(group, sharded.Partitions()) })
 		p.commitSub = sharded
 		if checkpointLog, err = p.checkpointLog(); err != nil {
 			return err
@@ -512,40 +510,6 @@ func (p *Pipeline) newCommitLog(ctx context.Context, targetAdmin sarama.ClusterA
 	p.closers = append(p.closers, pub.Close)
 	pub = healthPublisher{Publisher: pub, stage: p.health.Stage(StageCommitLogWriter, target, readerRetryGap)}
 	return kafkalog.NewCommitLog(topic, reader, pub, p.logger), nil
-}
-
-// consumerOffsetsPartitions returns how many partitions __consumer_offsets
-// has on the source: a group's shard is the partition its commits land in.
-// A new cluster creates the topic when a group coordinator is first looked
-// up, so one is looked up while it is missing.
-func (p *Pipeline) consumerOffsetsPartitions(ctx context.Context) (int32, error) {
-	cfg, err := p.cfg.SaramaConfig(config.SourceAdmin)
-	if err != nil {
-		return 0, fmt.Errorf("source admin client config: %w", err)
-	}
-	client, err := kafkalog.NewClient(p.cfg.Source.BootstrapServers, cfg)
-	if err != nil {
-		return 0, fmt.Errorf("connect to source cluster %q at %v: %w", p.cfg.SourceAlias, p.cfg.Source.BootstrapServers, err)
-	}
-	defer client.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		parts, err := client.Partitions(kafkalog.ConsumerOffsetsTopic)
-		if err == nil && len(parts) > 0 {
-			return int32(len(parts)), nil
-		}
-		if err != nil && !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
-			return 0, fmt.Errorf("partitions of %s on source cluster %q: %w", kafkalog.ConsumerOffsetsTopic, p.cfg.SourceAlias, err)
-		}
-		_, _ = client.Coordinator(p.cfg.GroupID) // creates the topic on a new cluster
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("partitions of %s on source cluster %q: the topic did not appear: %w", kafkalog.ConsumerOffsetsTopic, p.cfg.SourceAlias, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-		_ = client.RefreshMetadata(kafkalog.ConsumerOffsetsTopic)
-	}
 }
 
 // checkpointLog reads the checkpoints topic back for a new owner of shards.

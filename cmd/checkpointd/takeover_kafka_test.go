@@ -34,8 +34,10 @@ import (
 // fourth and restarts one gracefully, and checks what a hand-over must
 // keep: no checkpoint goes backwards, no target group offset is lowered,
 // every source commit reaches the target, the killed instance's groups
-// resume within the session timeout and a few seconds, and the groups of
-// the other instances keep going. It logs the pauses it measures.
+// resume within the session timeout and a few seconds, the groups of the
+// other instances keep going, and an instance paused (SIGSTOP) past its
+// session lands nothing over its shards' new owners once resumed. It logs
+// the pauses it measures.
 func TestShardedHandover(t *testing.T) {
 	t.Parallel()
 	bed := kafkatest.Shared(t)
@@ -152,6 +154,11 @@ func TestShardedHandover(t *testing.T) {
 		if gap > 5*time.Second {
 			t.Errorf("a group of a surviving instance paused %v after %s's kill", gap, victim.name)
 		}
+		for _, q := range values(procs) {
+			for _, line := range q.linesSince(killedAt, "restored newly owned shards", "joined consumer group") {
+				t.Logf("  %s: %s", q.name, line)
+			}
+		}
 		if victim.restart {
 			procs[victim.name].waitReady(t, 60*time.Second)
 		}
@@ -159,6 +166,48 @@ func TestShardedHandover(t *testing.T) {
 		for g, who := range owners {
 			if len(who) != 1 {
 				t.Errorf("after %s's kill: group %d committed by %v in one steady spell, want exactly one instance", victim.name, g, who)
+			}
+		}
+	}
+
+	// A paused instance (SIGSTOP, as a frozen VM or a long GC pause would)
+	// loses its shards when its session expires; once resumed it must not
+	// land a commit over what the new owners committed meanwhile (the
+	// fence), and it rejoins as an ordinary member.
+	{
+		paused := procs["cpd2"]
+		mine := map[int]bool{}
+		for g, who := range owners {
+			if len(who) == 1 && who[0] == paused.name {
+				mine[g] = true
+			}
+		}
+		pausedAt := time.Now()
+		if err := syscall.Kill(paused.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		firstAfter := load.nextRound(pausedAt)
+		var moved time.Duration
+		for g := range mine {
+			moved = max(moved, watch.reached(t, g, firstAfter.offset, 30*time.Second).Sub(pausedAt))
+		}
+		time.Sleep(2 * time.Second)
+		if err := syscall.Kill(paused.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		resumedAt := time.Now()
+		paused.waitReady(t, 60*time.Second)
+		time.Sleep(3 * time.Second)
+		g, gap := watch.maxGap(resumedAt, time.Now())
+		t.Logf("SIGSTOP of %s (%d groups) for %v: its groups committed by the others %v after the pause; after SIGCONT the longest pause of any group %v (group %d)",
+			paused.name, len(mine), resumedAt.Sub(pausedAt).Round(time.Millisecond), moved.Round(time.Millisecond), gap.Round(time.Millisecond), g)
+		if lowered := watch.lowered(); len(lowered) > 0 {
+			t.Errorf("target group offsets lowered after %s resumed: %v", paused.name, lowered)
+		}
+		owners = committers(t, values(procs), groups, groupName, 4*time.Second)
+		for g, who := range owners {
+			if len(who) != 1 {
+				t.Errorf("after %s resumed: group %d committed by %v in one steady spell, want exactly one instance", paused.name, g, who)
 			}
 		}
 	}
@@ -193,6 +242,33 @@ func TestShardedHandover(t *testing.T) {
 	}
 	checkCheckpointsMonotonic(t, bed.Target, checkpoints)
 	t.Logf("%d commit rounds; every group at offset %d on the target", last.n, last.offset)
+}
+
+// logTime is the time of a log line.
+var logTime = regexp.MustCompile(`^time=(\S+) `)
+
+// linesSince returns the process's log lines written at or after since that
+// hold any of subs.
+func (p *proc) linesSince(since time.Time, subs ...string) []string {
+	data, _ := os.ReadFile(p.log)
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		m := logTime.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, m[1])
+		if err != nil || at.Before(since.Truncate(time.Millisecond)) {
+			continue
+		}
+		for _, sub := range subs {
+			if strings.Contains(line, sub) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // committedLine is one group's committed target commits in /metrics.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -79,7 +80,16 @@ type ShardedReader struct {
 	sarama *sarama.Config
 	subs   subscriptions
 	member memberSlot // the current session, for Verify; nil between sessions
+	// partitions is how many partitions the topic had when the last
+	// session began: 0 before the first.
+	partitions atomic.Int32
 }
+
+// Partitions returns how many partitions the topic read had when the
+// current session began (0 before the first session). It is set before the
+// first Assigned is delivered, so a handler may use it to map keys to
+// partitions as the producer's partitioner does.
+func (r *ShardedReader) Partitions() int32 { return r.partitions.Load() }
 
 // NewShardedReader checks cfg and makes a reader. It does not connect: each
 // Subscribe does, in the background.
@@ -141,6 +151,7 @@ func (r *ShardedReader) Subscribe(ctx context.Context, topic string) (<-chan *me
 			out:    out,
 			log:    r.cfg.logger(topic).With("group", r.cfg.GroupID),
 			member: &r.member,
+			parts:  &r.partitions,
 		}
 		s.run(ctx)
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -28,6 +29,7 @@ type shardedSubscription struct {
 	client sarama.Client
 	fails  failureLog // the group's failures, logged once per change
 	member *memberSlot
+	parts  *atomic.Int32
 }
 
 func (s *shardedSubscription) run(ctx context.Context) {
@@ -92,6 +94,9 @@ func (h claimHandler) Setup(sess sarama.ConsumerGroupSession) error {
 	h.s.fails.ok(h.s.log, "") // the line below says it
 	h.s.log.Info("joined consumer group", "generation", sess.GenerationID(), "partitions", sess.Claims()[h.s.topic])
 	h.s.cfg.Observer.ReadReady(h.s.topic)
+	if parts, err := h.s.client.Partitions(h.s.topic); err == nil {
+		h.s.parts.Store(int32(len(parts)))
+	}
 	h.s.member.Store(&membership{client: h.s.client, topic: h.s.topic, memberID: sess.MemberID(), generation: sess.GenerationID()})
 	return nil
 }
