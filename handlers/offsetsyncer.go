@@ -811,6 +811,19 @@ func (s *OffsetSyncer) commit(ctx context.Context, j commitJob, now time.Time) {
 		s.settle(j.work, outcome, now)
 		return
 	}
+	// Right before the request: the batch's confirmation may have gone
+	// stale while the process was paused (an OwnershipCheck asks again).
+	if !s.cfg.Shards.Held(j.shard, j.epoch) {
+		return // the shard's new owner decides it
+	}
+	if s.cfg.Fence != nil {
+		if err := s.cfg.Fence.Verify(ctx, []int32{j.shard}); err != nil {
+			maps.Copy(outcome, allReason(j.work, targetgroup.Retriable))
+			maps.Copy(outcome, j.plan.Skipped)
+			s.settle(j.work, outcome, now)
+			return
+		}
+	}
 	res, err := s.cfg.Target.Commit(targetgroup.WithCommitLinks(ctx, commitLinks(j.work, j.plan.Commit)), j.group, j.plan.Commit)
 	if err != nil {
 		s.cfg.Logger.Error("committing target group offsets failed; retrying later", "group", j.group, "error", err)

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -50,6 +51,11 @@ type Outbox struct {
 	wake     chan struct{}
 	backoff  time.Duration // first wait before a retry; it doubles up to maxOutboxBackoff
 
+	// shards and fence, when set, keep a batch from being written unless
+	// this instance still owns its groups' shards (WithOwnership).
+	shards *Shards
+	fence  Fence
+
 	mu      sync.Mutex
 	pending map[outboxKey]outboxEntry // by record key
 	order   []outboxKey               // keys in pending, oldest first
@@ -74,6 +80,8 @@ type outboxEntry struct {
 	metadata             string
 	committedAt          int64           // source commit time, Unix ms; 0 if unknown
 	ctx                  context.Context // holds the send span; nil when not traced
+	shard                int32           // with WithOwnership: the group's shard
+	epoch                uint64          // and the assignment it was decided under
 }
 
 // outgoing is a checkpoint of the batch being written.
@@ -84,7 +92,7 @@ type outgoing struct {
 }
 
 type outboxCounters struct {
-	published, superseded, batches, failures atomic.Int64
+	published, superseded, batches, failures, disowned atomic.Int64
 }
 
 // OutboxStats are the outbox's counters since it was made.
@@ -94,6 +102,7 @@ type OutboxStats struct {
 	Superseded int64 // queued checkpoints replaced by a newer one of the same key
 	Batches    int64 // publish calls that succeeded
 	Failures   int64 // publish calls that failed (and were retried)
+	Disowned   int64 // checkpoints dropped because their shard moved to another instance
 }
 
 // OutboxOption configures an Outbox.
@@ -108,6 +117,15 @@ func WithPropagator(p propagation.TextMapPropagator) OutboxOption {
 			o.prop = p
 		}
 	}
+}
+
+// WithOwnership makes the outbox write a checkpoint only while this
+// instance owns its group's shard under the assignment it was decided in
+// (others are dropped: the shard's new owner decides them again), and only
+// after fence confirmed the batch's shards: an instance that was paused
+// while its shards moved on writes none of its stale decisions.
+func WithOwnership(shards *Shards, fence Fence) OutboxOption {
+	return func(o *Outbox) { o.shards, o.fence = shards, fence }
 }
 
 // NewOutbox makes an outbox for topic that publishes at most maxBatch
@@ -151,6 +169,9 @@ func (o *Outbox) Emit(ctx context.Context, cp messages.Checkpoint, committedAt t
 		e.ctx = context.WithoutCancel(ctx)
 	}
 	key := outboxKey{cp.Group, cp.TopicPartition}
+	if o.shards != nil {
+		e.shard, e.epoch, _ = o.shards.Owner(cp.Group)
+	}
 
 	o.mu.Lock()
 	old, queued := o.pending[key]
@@ -244,6 +265,7 @@ func (o *Outbox) Stats() OutboxStats {
 		Superseded: o.stats.superseded.Load(),
 		Batches:    o.stats.batches.Load(),
 		Failures:   o.stats.failures.Load(),
+		Disowned:   o.stats.disowned.Load(),
 	}
 }
 
@@ -368,11 +390,18 @@ func (o *Outbox) publish(ctx context.Context, batch []outgoing) {
 		Multiplier: 2, RandomizationFactor: 0.2}
 	msgs := make([]*message.Message, len(batch))
 	for attempt := 1; ; attempt++ {
+		if batch = o.dropDisowned(batch); len(batch) == 0 {
+			o.landed()
+			return
+		}
 		msgs = msgs[:len(batch)]
 		for i := range batch {
 			msgs[i] = batch[i].msg
 		}
-		err := o.pub.Publish(o.topic, msgs...)
+		err := o.confirmOwner(ctx, batch)
+		if err == nil {
+			err = o.pub.Publish(o.topic, msgs...)
+		}
 		if err == nil {
 			if attempt > 1 {
 				o.logger.Info("publishing checkpoints succeeded after retries", "topic", o.topic, "checkpoints", len(batch), "attempts", attempt)
@@ -408,6 +437,49 @@ func (o *Outbox) publish(ctx context.Context, batch []outgoing) {
 			return
 		}
 	}
+}
+
+// dropDisowned removes from a batch the checkpoints of groups whose shard
+// this instance no longer owns under the assignment they were decided in.
+func (o *Outbox) dropDisowned(batch []outgoing) []outgoing {
+	if o.shards == nil {
+		return batch
+	}
+	keep := batch[:0]
+	for _, out := range batch {
+		if !o.shards.Held(out.entry.shard, out.entry.epoch) {
+			o.stats.disowned.Add(1)
+			endSend(out.entry.ctx, errDisowned)
+			continue
+		}
+		keep = append(keep, out)
+	}
+	o.mu.Lock()
+	o.flying = len(keep)
+	o.mu.Unlock()
+	return keep
+}
+
+var errDisowned = errors.New("checkpoint dropped: its group's shard moved to another instance, which decides it again")
+
+// confirmOwner asks the fence, with WithOwnership, whether the batch's
+// shards are still this instance's.
+func (o *Outbox) confirmOwner(ctx context.Context, batch []outgoing) error {
+	if o.fence == nil {
+		return nil
+	}
+	seen := make(map[int32]bool)
+	var shards []int32
+	for _, out := range batch {
+		if !seen[out.entry.shard] {
+			seen[out.entry.shard] = true
+			shards = append(shards, out.entry.shard)
+		}
+	}
+	if err := o.fence.Verify(ctx, shards); err != nil {
+		return fmt.Errorf("not writing: ownership of the checkpoints' shards not confirmed: %w", err)
+	}
+	return nil
 }
 
 // landed marks the batch in flight as done.

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
@@ -179,4 +180,58 @@ func decodeCheckpointRecord(rec envelope.Record) (messages.Checkpoint, bool) {
 	}
 	cp, err := messages.DecodeCheckpoint(rec.Key, rec.Value)
 	return cp, err == nil
+}
+
+// OwnershipCheck is a Fence that remembers, per shard, when Kafka last
+// confirmed it, and asks again only for shards confirmed longer than Fresh
+// ago. Asked just before each write, it is a lease: a confirmation at time
+// v means the member was in the group at v, so its session cannot have
+// expired, and no other instance can own the shard, before v plus the
+// session timeout less a heartbeat; with Fresh well under that, a write
+// made within Fresh of v lands while the shard is still this instance's.
+// A process paused past Fresh (SIGSTOP, a long GC pause, a frozen VM) finds
+// its confirmations stale when it resumes and asks again before writing.
+type OwnershipCheck struct {
+	fence Fence
+	fresh time.Duration
+
+	mu       sync.Mutex
+	verified map[int32]time.Time // when the confirmation was asked for
+}
+
+// NewOwnershipCheck makes an OwnershipCheck over fence whose confirmations
+// hold for fresh.
+func NewOwnershipCheck(fence Fence, fresh time.Duration) *OwnershipCheck {
+	return &OwnershipCheck{fence: fence, fresh: fresh, verified: make(map[int32]time.Time)}
+}
+
+// Verify confirms shards, asking the fence for those not confirmed within
+// Fresh.
+func (c *OwnershipCheck) Verify(ctx context.Context, shards []int32) error {
+	now := time.Now() // monotonic: a pause of the process counts
+	var stale []int32
+	c.mu.Lock()
+	for _, p := range shards {
+		if at, ok := c.verified[p]; !ok || now.Sub(at) >= c.fresh {
+			stale = append(stale, p)
+		}
+	}
+	c.mu.Unlock()
+	if len(stale) == 0 {
+		return nil
+	}
+	if err := c.fence.Verify(ctx, stale); err != nil {
+		c.mu.Lock()
+		for _, p := range stale {
+			delete(c.verified, p)
+		}
+		c.mu.Unlock()
+		return err
+	}
+	c.mu.Lock()
+	for _, p := range stale {
+		c.verified[p] = now
+	}
+	c.mu.Unlock()
+	return nil
 }

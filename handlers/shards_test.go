@@ -248,3 +248,82 @@ func TestOffsetSyncerFencesStaleWork(t *testing.T) {
 	}
 	var _ targetgroup.Groups = target
 }
+
+// countingFence answers Verify with err and counts the questions.
+type countingFence struct {
+	mu    sync.Mutex
+	calls int
+	err   error
+}
+
+func (f *countingFence) Verify(context.Context, []int32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return f.err
+}
+
+func TestOwnershipCheckAsksOnlyWhenStale(t *testing.T) {
+	ctx := context.Background()
+	f := &countingFence{}
+	c := NewOwnershipCheck(f, 50*time.Millisecond)
+	for range 3 {
+		if err := c.Verify(ctx, []int32{1, 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.calls != 1 {
+		t.Fatalf("asked %d times within the freshness, want once", f.calls)
+	}
+	_ = c.Verify(ctx, []int32{3})
+	if f.calls != 2 {
+		t.Fatalf("a new shard: asked %d times, want 2", f.calls)
+	}
+	time.Sleep(60 * time.Millisecond) // as a paused process would find on resuming
+	f.err = errors.New("member is not in the group")
+	if err := c.Verify(ctx, []int32{1}); err == nil {
+		t.Fatal("a stale confirmation was trusted")
+	}
+	if err := c.Verify(ctx, []int32{1}); err == nil || f.calls != 4 {
+		t.Fatalf("a refused shard must be asked about again: err %v, %d calls", err, f.calls)
+	}
+}
+
+// A checkpoint decided under an assignment that ended is never written, and
+// nothing is written while the fence refuses.
+func TestOutboxWritesOnlyOwnedShards(t *testing.T) {
+	shards := NewShards(byName)
+	fence := &countingFence{}
+	pub := &gatedPublisher{}
+	o := NewOutbox(pub, "cp", 10, nil, WithOwnership(shards, fence))
+	o.backoff = time.Millisecond
+	shards.Assign(0)
+	o.Emit(context.Background(), cpOn("a1", 0, 10, 5), time.Time{})
+	shards.Revoke(0)
+	shards.Assign(0) // back, under a new epoch: a1's decision is stale
+	o.Emit(context.Background(), cpOn("a2", 0, 10, 5), time.Time{})
+	fence.err = errors.New("not the owner")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = o.Run(ctx, time.Second) }()
+	time.Sleep(100 * time.Millisecond)
+	if got := pub.written(); len(got) != 0 {
+		t.Fatalf("wrote %v while the fence refused", got)
+	}
+	fence.mu.Lock()
+	fence.err = nil
+	fence.mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(pub.written()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	got := pub.written()
+	if len(got) != 1 || len(got[0]) != 1 || got[0][0].Group != "a2" {
+		t.Fatalf("written %v, want only a2's checkpoint", got)
+	}
+	if o.Stats().Disowned != 1 {
+		t.Errorf("disowned = %d, want 1 (a1's)", o.Stats().Disowned)
+	}
+}

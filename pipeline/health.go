@@ -22,9 +22,9 @@ const (
 	StageCheckpointsReader  = "checkpoints reader"
 	StageSourceCommitReader = "source commit reader"
 	StageCheckpointWriter   = "checkpoint publisher"
-	StageCommitLease        = "commit lease"  // admin-poll mode
-	StageCommitReader       = "commit reader" // offsets-log mode: the checkpoints tail of the commit stage
+	StageCommitReader       = "commit reader" // the checkpoints tail of the commit stage
 	StageShardRestore       = "shard restore" // reading the checkpoints back for newly owned shards
+	StageShardOwner         = "shard owner"   // admin-poll mode: the group sharing the shard topic
 	StageTargetCommits      = "target commits"
 	StageCommitLogReader    = "commit log reader"
 	StageCommitLogWriter    = "commit log writer"

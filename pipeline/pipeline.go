@@ -15,6 +15,7 @@ import (
 
 	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/handlers/filter"
+	"github.com/checkpointd/checkpointd/infra/adminpoll"
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/infra/health"
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
@@ -42,6 +43,12 @@ type Pipeline struct {
 	// commitSub shares them among instances and fences the commits.
 	shards    *handlers.Shards
 	commitSub *kafkalog.ShardedReader
+	fence     *handlers.OwnershipCheck
+	// pollShards and pollShardReader share the groups among instances in
+	// admin-poll mode: a consumer group over the shard topic on the target.
+	pollShards      *adminpoll.Shards
+	pollShardReader *kafkalog.ShardedReader
+	targetAdmin     sarama.ClusterAdmin
 
 	translate *message.Router
 	commit    *message.Router // nil when sync.group.offsets.enabled=false
@@ -113,6 +120,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("target admin: %w", err)
 	}
+	p.targetAdmin = targetAdmin
 	if err := kafkalog.EnsureTopic(ctx, targetAdmin, topics.Checkpoints, 1, p.cfg.CheckpointsTopicReplicationFactor,
 		map[string]*string{"cleanup.policy": ptr("compact")}); err != nil {
 		return fmt.Errorf("checkpoints topic on target cluster %q: %w", p.cfg.TargetAlias, err)
@@ -130,26 +138,37 @@ func (p *Pipeline) build(ctx context.Context) error {
 	p.closers = append(p.closers, pub.Close)
 	target := clusterName("target", p.cfg.TargetAlias)
 	pub = healthPublisher{Publisher: pub, stage: p.health.Stage(StageCheckpointWriter, target, readerRetryGap)}
-	p.outbox = handlers.NewOutbox(pub, topics.Checkpoints, handlers.DefaultOutboxBatch, log, handlers.WithPropagator(p.opts.propagator))
 
 	observer := p.observer()
 
 	// The source commits decide how work is shared: by __consumer_offsets
-	// partition, or (admin poll) not at all.
+	// partition, or (admin poll) by a partition of the shard topic.
 	commitSub, commitTopic, err := p.commitSource(ctx, groupFilter)
 	if err != nil {
 		return err
 	}
 	p.commitTopic = commitTopic
-	var checkpointLog handlers.CheckpointLog
-	if sharded, ok := commitSub.(*kafkalog.ShardedReader); ok {
-		// The reader learns the partition count when it joins, before it
-		// assigns any shard; until then no group is owned here.
-		p.shards = handlers.NewShards(func(group string) int32 { return messages.GroupPartition(group, sharded.Partitions()) })
-		p.commitSub = sharded
-		if checkpointLog, err = p.checkpointLog(); err != nil {
-			return err
-		}
+	// Whichever group shares the shards (the __consumer_offsets reader's,
+	// or the shard topic's in admin-poll mode) owns them and fences.
+	owner, _ := commitSub.(*kafkalog.ShardedReader)
+	if p.pollShardReader != nil {
+		owner = p.pollShardReader
+	}
+	if owner == nil {
+		return fmt.Errorf("commit source %s shares no shards", commitTopic)
+	}
+	// The reader learns the partition count when it joins, before it
+	// assigns any shard; until then no group is owned here.
+	p.shards = handlers.NewShards(func(group string) int32 { return messages.GroupPartition(group, owner.Partitions()) })
+	p.commitSub = owner
+	// One confirmation cache for the outbox and the commit stage, fresh
+	// for a third of the session (at most a second): see OwnershipCheck.
+	p.fence = handlers.NewOwnershipCheck(owner, min(time.Second, owner.SessionTimeout()/3))
+	p.outbox = handlers.NewOutbox(pub, topics.Checkpoints, handlers.DefaultOutboxBatch, log,
+		handlers.WithPropagator(p.opts.propagator), handlers.WithOwnership(p.shards, p.fence))
+	checkpointLog, err := p.checkpointLog()
+	if err != nil {
+		return err
 	}
 
 	p.checkpointer, err = handlers.NewCheckpointer(handlers.CheckpointerConfig{
@@ -198,6 +217,10 @@ func (p *Pipeline) build(ctx context.Context) error {
 
 	// Translate stage: the source commits.
 	p.translate.AddConsumerHandler("translate_commits", commitTopic, commitSub, p.checkpointer.HandleSourceCommit)
+	if p.pollShards != nil {
+		p.translate.AddConsumerHandler("own_shards", kafkalog.ShardTopic(p.cfg.SourceAlias), p.pollShardReader, p.pollShards.Handle)
+		p.traceGroups["own_shards"] = p.cfg.GroupID
+	}
 	if commitTopic == kafkalog.ConsumerOffsetsTopic {
 		p.traceGroups["translate_commits"] = p.cfg.GroupID
 	}
@@ -333,30 +356,19 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			FollowRewinds:     p.cfg.FollowSourceRewinds,
 			CommitLog:         commitLog,
 			Logger:            p.logger,
+			Shards:            p.shards,
+			Fence:             p.fence,
 		}
-		if p.shards != nil {
-			syncCfg.Shards = p.shards
-			syncCfg.CheckpointLog, err = p.checkpointLog()
-			if err != nil {
-				return err
-			}
-			syncCfg.Fence = p.commitSub
+		if syncCfg.CheckpointLog, err = p.checkpointLog(); err != nil {
+			return err
 		}
 		p.syncer = handlers.NewOffsetSyncer(syncCfg)
 		// The commit stage takes checkpoints in batches (each record with
 		// its own headers): it sees as many as the translate stage writes.
-		// Sharded, every instance tails the topic and keeps its own
-		// groups', and a shard's state is read back when it is assigned;
-		// in admin-poll mode one instance holds a lease and replays the
-		// whole topic when it takes it.
-		var sub message.Subscriber
-		if p.shards != nil {
-			sub, err = p.logReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias,
-				p.health.Stage(StageCommitReader, targetName, readerRetryGap))
-		} else {
-			sub, err = newLeaseReader("commit", StageCommitLease, batching{records: wholeTopicBatch})
-			p.traceGroups["sync_target_offsets"] = p.cfg.GroupID + "-commit"
-		}
+		// Every instance tails the topic and keeps its own groups', and a
+		// shard's state is read back when it is assigned.
+		sub, err := p.logReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias,
+			p.health.Stage(StageCommitReader, targetName, readerRetryGap))
 		if err != nil {
 			return fmt.Errorf("commit-router reader: %w", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/infra/health"
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
+	"github.com/checkpointd/checkpointd/messages"
 )
 
 // Commit source modes (checkpointd.commit.source).
@@ -59,12 +60,16 @@ func (p *Pipeline) commitSource(ctx context.Context, groups filter.Matcher) (mes
 			return nil, "", fmt.Errorf("connect to source cluster %q at %v: %w", p.cfg.SourceAlias, p.cfg.Source.BootstrapServers, err)
 		}
 		p.closers = append(p.closers, client.Close)
+		if err := p.pollShardsOn(ctx); err != nil {
+			return nil, "", err
+		}
 		poller, err := adminpoll.New(adminpoll.Config{
 			Client:   client,
 			Groups:   groups,
 			Interval: p.cfg.AdminPollInterval,
 			Logger:   p.logger,
 			OnPoll:   reportTo(p.sourceCommitStage()),
+			Shards:   p.pollShards,
 		})
 		if err != nil {
 			return nil, "", fmt.Errorf("admin poller: %w", err)
@@ -73,6 +78,31 @@ func (p *Pipeline) commitSource(ctx context.Context, groups filter.Matcher) (mes
 	default:
 		return nil, "", fmt.Errorf("checkpointd.commit.source=%q: want %s, %s or %s", mode, SourceAuto, SourceOffsetsLog, SourceAdminPoll)
 	}
+}
+
+// adminPollShards is how many shards the groups are spread over in
+// admin-poll mode: the partitions of the shard topic, as many as
+// __consumer_offsets has by default. An existing topic keeps its count.
+const adminPollShards = 50
+
+// pollShardsOn makes the admin poller's share of the groups follow a
+// consumer group (checkpointd.group.id) over the shard topic on the target,
+// which holds no records: the group only hands out its partitions.
+func (p *Pipeline) pollShardsOn(ctx context.Context) error {
+	topic := kafkalog.ShardTopic(p.cfg.SourceAlias)
+	if err := kafkalog.EnsureTopic(ctx, p.targetAdmin, topic, adminPollShards, p.cfg.CheckpointsTopicReplicationFactor,
+		map[string]*string{"cleanup.policy": ptr("compact")}); err != nil {
+		return fmt.Errorf("shard topic on target cluster %q (admin-poll mode shares the groups among instances through it): %w",
+			p.cfg.TargetAlias, err)
+	}
+	reader, err := p.shardedReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias, p.cfg.GroupID, false,
+		batching{}, p.health.Stage(StageShardOwner, clusterName("target", p.cfg.TargetAlias), readerRetryGap), p.leaseSession())
+	if err != nil {
+		return fmt.Errorf("shard topic reader: %w", err)
+	}
+	p.pollShardReader = reader
+	p.pollShards = adminpoll.NewShards(func(group string) int32 { return messages.GroupPartition(group, reader.Partitions()) })
+	return nil
 }
 
 // offsetsLogReadable asks the source whether this instance's principal can
@@ -131,7 +161,7 @@ type batching struct {
 	behind  int64
 }
 
-func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, group string, readCommitted bool, batch batching, stage *health.Stage, session groupSession) (message.Subscriber, error) {
+func (p *Pipeline) shardedReader(role config.Role, brokers []string, cluster, group string, readCommitted bool, batch batching, stage *health.Stage, session groupSession) (*kafkalog.ShardedReader, error) {
 	cfg, err := p.cfg.SaramaConfig(role)
 	if err != nil {
 		return nil, err

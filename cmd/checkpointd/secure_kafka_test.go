@@ -451,7 +451,7 @@ func (g grant) String() string {
 type aclEnv struct {
 	s                                                 *kafkatest.SecureCluster
 	mode, src, tgt, topic, remote, syncs, checkpoints string
-	commitLog                                         string
+	commitLog, shardTopic                             string
 }
 
 func newACLEnv(t *testing.T, s *kafkatest.SecureCluster, mode string) *aclEnv {
@@ -462,8 +462,12 @@ func newACLEnv(t *testing.T, s *kafkatest.SecureCluster, mode string) *aclEnv {
 	e.remote = e.src + "." + e.topic
 	e.syncs, e.checkpoints = "mm2-offset-syncs."+e.tgt+".internal", e.src+".checkpoints.internal"
 	e.commitLog = e.src + ".checkpointd-commits.internal"
+	e.shardTopic = e.src + ".checkpointd-shards.internal"
 	compact := map[string]string{"cleanup.policy": "compact"}
 	s.CreateTopic(t, e.commitLog, 1, compact)
+	if mode == "admin-poll" {
+		s.CreateTopic(t, e.shardTopic, 50, compact)
+	}
 	s.CreateTopic(t, e.topic, 1, nil)
 	s.CreateTopic(t, e.remote, 1, nil)
 	s.CreateTopic(t, e.syncs, 1, compact)
@@ -492,9 +496,11 @@ func (e *aclEnv) leastGrants(gid, group string) []grant {
 			grant{sarama.AclResourceTopic, "__consumer_offsets", sarama.AclOperationRead},
 			grant{sarama.AclResourceGroup, gid, sarama.AclOperationRead})
 	}
-	// Admin poll: the commit stage holds a lease (one instance commits).
+	// Admin poll: the instances share the groups through a group over the
+	// shard topic on the target.
 	return append(grants,
-		grant{sarama.AclResourceGroup, gid + "-commit", sarama.AclOperationRead},
+		grant{sarama.AclResourceTopic, e.shardTopic, sarama.AclOperationRead},
+		grant{sarama.AclResourceGroup, gid, sarama.AclOperationRead},
 		grant{sarama.AclResourceGroup, group, sarama.AclOperationDescribe},
 		grant{sarama.AclResourceTopic, e.topic, sarama.AclOperationDescribe})
 }

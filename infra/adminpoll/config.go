@@ -43,6 +43,10 @@ type Config struct {
 	// OnPoll, if set, hears each poll's outcome: nil when it read offsets
 	// (or there was nothing to read), else why nothing could be read.
 	OnPoll func(err error)
+	// Shards, if set, shares the groups among instances: only the owned
+	// shards' groups are fetched and delivered, each in its shard's
+	// partition. Nil: every group, in partition 0.
+	Shards *Shards
 }
 
 const (

@@ -27,9 +27,13 @@ type poller struct {
 	noBatch bool
 }
 
-// poll lists the groups and fetches the offsets of those the filter keeps.
-func (p *poller) poll(ctx context.Context) (pollResult, error) {
+// poll lists the groups and fetches the offsets of those the filter and
+// keep (nil: all) select.
+func (p *poller) poll(ctx context.Context, keep func(string) bool) (pollResult, error) {
 	groups, listErr := p.listGroups()
+	if keep != nil {
+		groups = slices.DeleteFunc(groups, func(g string) bool { return !keep(g) })
+	}
 	res := pollResult{
 		offsets:  make(map[string]groupOffsets, len(groups)),
 		failed:   make(map[string]error),

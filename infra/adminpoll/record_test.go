@@ -10,7 +10,7 @@ import (
 
 func TestRecordLooksLikeConsumerOffsets(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_123)
-	msg, err := record(change{"payments", tp("orders", 3), &commit{Offset: 42, LeaderEpoch: 7, Metadata: "m"}}, 9, now)
+	msg, err := record(change{"payments", tp("orders", 3), &commit{Offset: 42, LeaderEpoch: 7, Metadata: "m"}}, 0, 9, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestRecordLooksLikeConsumerOffsets(t *testing.T) {
 		t.Errorf("decoded\n%+v\nwant\n%+v", got, want)
 	}
 
-	msg, err = record(change{"payments", tp("orders", 3), nil}, 10, now)
+	msg, err = record(change{"payments", tp("orders", 3), nil}, 0, 10, now)
 	if err != nil {
 		t.Fatal(err)
 	}

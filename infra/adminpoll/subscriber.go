@@ -104,16 +104,29 @@ func (s *Subscriber) Stats() Stats { return s.stats.snapshot() }
 // run polls until ctx ends or the Subscriber is closed.
 func (s *Subscriber) run(ctx context.Context, topic string, out chan<- *message.Message) {
 	log := s.cfg.Logger.With("component", "admin-poll")
-	if s.deliver(ctx, out, envelope.NewControl(envelope.Assigned, topic, 0)) != nil {
+	shards := s.cfg.Shards
+	if shards == nil && s.deliver(ctx, out, envelope.NewControl(envelope.Assigned, topic, 0)) != nil {
 		return
 	}
 	told := make(snapshot)
 	var failing failures
 	var seq int64
 	caughtUp := false
+	// With shards: the shards delivered Assigned, and whether their CaughtUp
+	// went out too.
+	delivered := make(map[int32]bool)
 	for {
+		var owned map[int32]bool
+		var keep func(string) bool
+		if shards != nil {
+			owned = shards.snapshot()
+			if !s.moveShards(ctx, topic, out, owned, delivered, told) {
+				return
+			}
+			keep = func(g string) bool { return owned[shards.of(g)] }
+		}
 		start := time.Now()
-		res, listErr := s.poller.poll(ctx)
+		res, listErr := s.poller.poll(ctx, keep)
 		changes := diff(told, res)
 		s.stats.polled(time.Since(start), len(res.offsets)+len(res.failed), len(res.failed), listErr != nil)
 		log.Debug("admin poll", "duration", time.Since(start).Round(time.Millisecond),
@@ -124,7 +137,11 @@ func (s *Subscriber) run(ctx context.Context, topic string, out chan<- *message.
 		}
 
 		for _, ch := range changes {
-			msg, err := record(ch, seq, start)
+			var partition int32
+			if shards != nil {
+				partition = shards.of(ch.Group)
+			}
+			msg, err := record(ch, partition, seq, start)
 			if err != nil {
 				log.Error("cannot encode commit as a __consumer_offsets record; skipped", "group", ch.Group, "partition", ch.TP.String(), "error", err)
 				told.apply(ch) // it cannot be encoded next time either
@@ -137,7 +154,19 @@ func (s *Subscriber) run(ctx context.Context, topic string, out chan<- *message.
 			told.apply(ch)
 			s.stats.delivered()
 		}
-		if !caughtUp && res.complete {
+		if shards != nil && res.complete {
+			// Groups that failed this first poll come later, like new commits.
+			for p, done := range delivered {
+				if done {
+					continue
+				}
+				if s.deliver(ctx, out, envelope.NewControl(envelope.CaughtUp, topic, p)) != nil {
+					return
+				}
+				delivered[p] = true
+			}
+		}
+		if shards == nil && !caughtUp && res.complete {
 			// Groups that failed this first poll come later, like new commits.
 			if s.deliver(ctx, out, envelope.NewControl(envelope.CaughtUp, topic, 0)) != nil {
 				return
@@ -146,17 +175,60 @@ func (s *Subscriber) run(ctx context.Context, topic string, out chan<- *message.
 			log.Info("admin poll caught up", "groups", len(told), "failed_groups", len(res.failed),
 				"duration", time.Since(start).Round(time.Millisecond))
 		}
-		if s.sleep(ctx, time.Until(start.Add(s.cfg.Interval))) != nil {
+		wait := time.Until(start.Add(s.cfg.Interval))
+		if shards != nil {
+			if err := shards.wait(ctx, wait); err != nil {
+				return
+			}
+			if s.sleep(ctx, 0) != nil {
+				return
+			}
+			continue
+		}
+		if s.sleep(ctx, wait) != nil {
 			return
 		}
 	}
 }
 
+// moveShards delivers Revoked for the shards no longer owned (forgetting
+// what was told of their groups, and releasing them) and Assigned for the
+// newly owned ones. It reports false when delivery stopped.
+func (s *Subscriber) moveShards(ctx context.Context, topic string, out chan<- *message.Message,
+	owned, delivered map[int32]bool, told snapshot) bool {
+	shards := s.cfg.Shards
+	for p := range delivered {
+		if owned[p] {
+			continue
+		}
+		if s.deliver(ctx, out, envelope.NewControl(envelope.Revoked, topic, p)) != nil {
+			return false
+		}
+		delete(delivered, p)
+		for g := range told {
+			if shards.of(g) == p {
+				delete(told, g)
+			}
+		}
+		shards.release(p)
+	}
+	for p := range owned {
+		if _, ok := delivered[p]; ok {
+			continue
+		}
+		if s.deliver(ctx, out, envelope.NewControl(envelope.Assigned, topic, p)) != nil {
+			return false
+		}
+		delivered[p] = false
+	}
+	return true
+}
+
 // record makes the __consumer_offsets-shaped message for a change.
-func record(ch change, seq int64, at time.Time) (*message.Message, error) {
+func record(ch change, partition int32, seq int64, at time.Time) (*message.Message, error) {
 	r := envelope.Record{
 		Topic:     Topic,
-		Partition: 0,
+		Partition: partition,
 		Offset:    seq,
 		Timestamp: at,
 		Key:       messages.EncodeOffsetCommitKey(ch.Group, ch.TP),

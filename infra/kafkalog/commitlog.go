@@ -21,6 +21,11 @@ import (
 // rules (the .internal suffix), so MM2 never mirrors it.
 func CommitLogTopic(source string) string { return source + ".checkpointd-commits.internal" }
 
+// ShardTopic names the topic on the target cluster whose partitions the
+// instances share, in admin-poll mode, through their consumer group: each
+// partition is a shard of source groups. It holds no records.
+func ShardTopic(source string) string { return source + ".checkpointd-shards.internal" }
+
 var anyCheckpointValue = messages.Checkpoint{}.Value()
 
 // CommitLog keeps, on a compacted topic of the target cluster, the offset
