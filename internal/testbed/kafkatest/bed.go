@@ -36,11 +36,18 @@ type BedOptions struct {
 	SourceAlias string // default "source"
 	TargetAlias string // default "target"
 	Lib         string // jar directory; default: Jars(ctx)
+	// TargetBrokers is the number of nodes of the target cluster, each a
+	// broker and a controller of one quorum; 0 is 1. With more, internal
+	// topics and CreateTopic's topics are replicated to three of them, so
+	// that group coordinators and partition leaders are spread out and one
+	// node may be stopped (Cluster.StopNode).
+	TargetBrokers int
 }
 
 const dirPrefix = "kafkatest-"
 
-// StartBed formats and starts two clusters in parallel and waits until both
+// StartBed formats and starts two clusters (the target of opts.TargetBrokers
+// nodes) in parallel and waits until both
 // are ready. The caller must Close the bed.
 func StartBed(ctx context.Context, opts BedOptions) (*Bed, error) {
 	start := time.Now()
@@ -52,6 +59,9 @@ func StartBed(ctx context.Context, opts BedOptions) (*Bed, error) {
 	}
 	if opts.SourceAlias == opts.TargetAlias {
 		return nil, fmt.Errorf("start bed: source and target alias are both %q", opts.SourceAlias)
+	}
+	if opts.TargetBrokers < 0 {
+		return nil, fmt.Errorf("start bed: %d target brokers", opts.TargetBrokers)
 	}
 	lib := opts.Lib
 	if lib == "" {
@@ -84,7 +94,9 @@ func StartBed(ctx context.Context, opts BedOptions) (*Bed, error) {
 	var wg sync.WaitGroup
 	var srcErr, tgtErr error
 	wg.Go(func() { b.Source, srcErr = startCluster(ctx, lib, opts.SourceAlias, dir) })
-	wg.Go(func() { b.Target, tgtErr = startCluster(ctx, lib, opts.TargetAlias, dir) })
+	wg.Go(func() {
+		b.Target, tgtErr = startClusterSpec(ctx, lib, opts.TargetAlias, dir, clusterSpec{nodes: opts.TargetBrokers})
+	})
 	wg.Wait()
 	b.ReadyIn = time.Since(start)
 	close(b.started)
@@ -144,8 +156,8 @@ func (b *Bed) close() error {
 func (b *Bed) Pids() []int {
 	var pids []int
 	for _, c := range []*Cluster{b.Source, b.Target} {
-		if c != nil && c.proc != nil {
-			pids = append(pids, c.Pid())
+		if c != nil {
+			pids = append(pids, c.NodePids()...)
 		}
 	}
 	b.mu.Lock()

@@ -36,7 +36,7 @@ func (c *Cluster) SaramaConfig() *sarama.Config {
 // Client returns a client of this cluster, closed when the test ends.
 func (c *Cluster) Client(t testing.TB) sarama.Client {
 	t.Helper()
-	client, err := sarama.NewClient([]string{c.Bootstrap}, c.SaramaConfig())
+	client, err := sarama.NewClient(c.Brokers(), c.SaramaConfig())
 	if err != nil {
 		t.Fatalf("client of cluster %s: %v", c.Alias, err)
 	}
@@ -47,7 +47,7 @@ func (c *Cluster) Client(t testing.TB) sarama.Client {
 // Admin returns an admin client of this cluster, closed when the test ends.
 func (c *Cluster) Admin(t testing.TB) sarama.ClusterAdmin {
 	t.Helper()
-	admin, err := sarama.NewClusterAdmin([]string{c.Bootstrap}, c.SaramaConfig())
+	admin, err := sarama.NewClusterAdmin(c.Brokers(), c.SaramaConfig())
 	if err != nil {
 		t.Fatalf("admin of cluster %s: %v", c.Alias, err)
 	}
@@ -55,8 +55,8 @@ func (c *Cluster) Admin(t testing.TB) sarama.ClusterAdmin {
 	return admin
 }
 
-// CreateTopic creates a topic with replication factor 1 and waits until every
-// partition has a leader.
+// CreateTopic creates a topic replicated to every node, up to three (1 on a
+// single-node cluster), and waits until every partition has a leader.
 func (c *Cluster) CreateTopic(t testing.TB, name string, partitions int32, configs map[string]string) {
 	t.Helper()
 	c.createTopic(t, name, partitions, configs, false)
@@ -75,7 +75,7 @@ func (c *Cluster) createTopic(t testing.TB, name string, partitions int32, confi
 	for k, v := range configs {
 		entries[k] = &v
 	}
-	detail := &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1, ConfigEntries: entries}
+	detail := &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: int16(min(len(c.nodes), 3)), ConfigEntries: entries}
 	err := c.Admin(t).CreateTopic(name, detail, false)
 	if existsOK && errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		err = nil
@@ -111,7 +111,7 @@ func (c *Cluster) Produce(t testing.TB, topic string, partition int32, n int) (f
 	if n < 1 {
 		t.Fatalf("produce %d records: need at least one", n)
 	}
-	producer, err := sarama.NewSyncProducer([]string{c.Bootstrap}, c.SaramaConfig())
+	producer, err := sarama.NewSyncProducer(c.Brokers(), c.SaramaConfig())
 	if err != nil {
 		t.Fatalf("producer for %s: %v", c.Alias, err)
 	}

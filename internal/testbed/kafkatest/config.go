@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -46,6 +47,33 @@ func serverProperties(brokerPort, controllerPort int, dataDir string) map[string
 		"num.io.threads":                       "4",
 	}
 }
+
+// quorumProperties turn one node of serverProperties into node id of a
+// multi-node cluster whose controllers listen on controllers (in id order).
+// Internal topics are replicated to up to three nodes, but one replica in
+// sync is enough for writes, so one node down never blocks producers,
+// group commits or transactions.
+func quorumProperties(id int32, controllers []string) map[string]string {
+	rf := strconv.Itoa(min(len(controllers), 3))
+	return map[string]string{
+		"node.id":                                          strconv.Itoa(int(id)),
+		"controller.quorum.bootstrap.servers":              strings.Join(controllers, ","),
+		"default.replication.factor":                       rf,
+		"min.insync.replicas":                              "1",
+		"offsets.topic.replication.factor":                 rf,
+		"transaction.state.log.replication.factor":         rf,
+		"transaction.state.log.min.isr":                    "1",
+		"share.coordinator.state.topic.replication.factor": rf,
+		"share.coordinator.state.topic.min.isr":            "1",
+		// A multiple of three, so each of three nodes leads as many group
+		// coordinators.
+		"offsets.topic.num.partitions": "6",
+	}
+}
+
+// multiNodeHeap replaces testJVMFlags' heap for the nodes of a multi-node
+// cluster: three of them beside the other test JVMs on a small machine.
+var multiNodeHeap = []string{"-Xms128m", "-Xmx384m"}
 
 // log4j2Properties writes everything at INFO to one file, so readiness
 // ("Kafka Server started") can be seen; log4j2's default config logs only errors.

@@ -21,6 +21,12 @@
 // SCRAM-SHA-512) and an SSL listener requiring client certificates, for which
 // ClientStores makes JKS or PKCS12 stores with keytool.
 //
+// SharedThreeBrokerTarget is one more bed whose target has three nodes
+// (BedOptions.TargetBrokers), each a broker and a controller of one quorum, so
+// that group coordinators and partition leaders are spread over three brokers;
+// Cluster.StopNode, KillNode and RestartNode take one node down and back up
+// while the other two keep serving.
+//
 // Every JVM is stopped and every directory removed when the tests end, when
 // the test binary gets SIGINT or SIGTERM, and (on Linux) the kernel kills the
 // JVMs if the test binary dies; a later run removes directories left behind.

@@ -222,7 +222,7 @@ func seconds(d time.Duration) string {
 // is configured, its task runs and the data path works.
 func (m *MM2) waitCanary() error {
 	tgt := m.bed.Target
-	client, err := sarama.NewClient([]string{tgt.Bootstrap}, tgt.SaramaConfig())
+	client, err := sarama.NewClient(tgt.Brokers(), tgt.SaramaConfig())
 	if err != nil {
 		return fmt.Errorf("client of %s: %w", tgt.Alias, err)
 	}

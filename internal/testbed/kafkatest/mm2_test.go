@@ -55,7 +55,18 @@ func TestDecodeOffsetSyncSpecExample(t *testing.T) {
 }
 
 func TestMirrorMakerReplicatesAndWritesOffsetSyncs(t *testing.T) {
-	b := Shared(t)
+	for _, tc := range []struct {
+		name string
+		bed  func(testing.TB) *Bed
+	}{
+		{"one-node-target", Shared},
+		{"three-node-target", SharedThreeBrokerTarget}, // MM2 gets a bootstrap list
+	} {
+		t.Run(tc.name, func(t *testing.T) { testMirrorMaker(t, tc.bed(t)) })
+	}
+}
+
+func testMirrorMaker(t *testing.T, b *Bed) {
 	topic := UniqueName(t, "orders")
 	b.Source.CreateTopic(t, topic, 2, nil)
 	_, last0 := b.Source.Produce(t, topic, 0, 5)

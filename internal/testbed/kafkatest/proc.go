@@ -101,6 +101,11 @@ func (p *javaProc) stop(grace time.Duration) error {
 		return nil
 	case <-timer.C:
 	}
+	return p.kill()
+}
+
+// kill sends SIGKILL and waits until the JVM has exited.
+func (p *javaProc) kill() error {
 	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("kill %s (pid %d): %w", p.name, p.pid(), err)
 	}

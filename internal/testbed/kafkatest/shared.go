@@ -20,7 +20,8 @@ var (
 		mainActive bool // RunMain is running the tests
 		open       map[*Bed]struct{}
 	}
-	shared startOnce[*Bed]
+	shared            startOnce[*Bed]
+	sharedThreeBroker startOnce[*Bed]
 )
 
 // startOnce starts a test binary's shared cluster on first use. Its lock is
@@ -172,6 +173,31 @@ func Shared(t testing.TB) *Bed {
 	}
 	if bed.isClosed() {
 		t.Fatal("shared Kafka clusters were already torn down")
+	}
+	return bed
+}
+
+// SharedThreeBrokerTarget returns a second bed shared by the tests of this
+// test binary, started on first use and torn down by RunMain: a single-node
+// source as in Shared, and a target of three nodes (BedOptions.TargetBrokers)
+// whose group coordinators and partition leaders are spread over three
+// brokers. Tests that stop a node (Target.StopNode) must restart it before
+// they end. Like Shared, it skips with -short and fails without Java or the
+// jars.
+func SharedThreeBrokerTarget(t testing.TB) *Bed {
+	t.Helper()
+	requireShared(t, "kafkatest.SharedThreeBrokerTarget")
+	bed, err := sharedThreeBroker.get(func(ctx context.Context) (*Bed, error) {
+		return StartBed(ctx, BedOptions{TargetBrokers: 3})
+	}, func(b *Bed) {
+		t.Logf("kafkatest: shared clusters with a three-broker target ready in %s (source %s, target %s)",
+			b.ReadyIn.Round(time.Millisecond), b.Source.Bootstrap, b.Target.Bootstrap)
+	})
+	if err != nil {
+		failUnavailable(t, "shared Kafka clusters with a three-broker target", err)
+	}
+	if bed.isClosed() {
+		t.Fatal("shared Kafka clusters with a three-broker target were already torn down")
 	}
 	return bed
 }

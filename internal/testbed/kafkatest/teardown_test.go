@@ -24,7 +24,8 @@ func TestBedCloseStopsJVMsAndRemovesDirs(t *testing.T) {
 	}
 	t.Logf("jar fetch (warm cache): %s", time.Since(fetchStart).Round(time.Microsecond))
 
-	b, err := StartBed(ctx, BedOptions{Lib: lib, SourceAlias: "east", TargetAlias: "west"})
+	// A three-node target: Close must stop the JVMs of both kinds of cluster.
+	b, err := StartBed(ctx, BedOptions{Lib: lib, SourceAlias: "east", TargetAlias: "west", TargetBrokers: 3})
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			t.Fatalf("integration test needs Java 17 and Maven: %v", err)
@@ -32,13 +33,13 @@ func TestBedCloseStopsJVMsAndRemovesDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() }) // a no-op once the test closed it
-	t.Logf("two clusters ready in %s (source %s, target %s)", b.ReadyIn.Round(time.Millisecond),
+	t.Logf("two clusters (one and three nodes) ready in %s (source %s, target %s)", b.ReadyIn.Round(time.Millisecond),
 		b.Source.ReadyIn.Round(time.Millisecond), b.Target.ReadyIn.Round(time.Millisecond))
 
 	m := b.StartMM2(t, MM2Options{NoWait: true})
 	pids := b.Pids()
-	if len(pids) != 3 {
-		t.Fatalf("bed pids = %v, want two brokers and MirrorMaker", pids)
+	if len(pids) != 5 {
+		t.Fatalf("bed pids = %v, want a source broker, three target nodes and MirrorMaker", pids)
 	}
 	dirs := []string{b.Dir, b.Source.Dir, b.Target.Dir, m.Dir}
 	for _, pid := range pids {
