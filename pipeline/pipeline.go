@@ -287,6 +287,10 @@ func (p *Pipeline) instrument(targetClient sarama.Client) error {
 		func() float64 { return float64(p.outbox.Stats().Batches) })
 	m.CounterFunc(metrics.CounterCheckpointBatchErrors, "Checkpoint batches the target refused or did not acknowledge (each is retried).",
 		func() float64 { return float64(p.outbox.Stats().Failures) })
+	m.GaugeFunc(metrics.GaugeShardsOwned, "Shards of source groups this instance owns now (partitions of __consumer_offsets, or of the shard topic in admin-poll mode).",
+		func() float64 { return float64(len(p.shards.Owned())) })
+	m.CounterFunc(metrics.CounterCheckpointsDisowned, "Decided checkpoints dropped unwritten because their group's shard moved to another instance.",
+		func() float64 { return float64(p.outbox.Stats().Disowned) })
 	if p.syncer != nil {
 		m.GaugeFunc(metrics.GaugeTargetGroupsPending, "Target groups with checkpoints not yet committed (commit stage).",
 			func() float64 { return float64(p.syncer.Pending()) })

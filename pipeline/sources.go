@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -90,8 +91,15 @@ const adminPollShards = 50
 // which holds no records: the group only hands out its partitions.
 func (p *Pipeline) pollShardsOn(ctx context.Context) error {
 	topic := kafkalog.ShardTopic(p.cfg.SourceAlias)
-	if err := kafkalog.EnsureTopic(ctx, p.targetAdmin, topic, adminPollShards, p.cfg.CheckpointsTopicReplicationFactor,
-		map[string]*string{"cleanup.policy": ptr("compact")}); err != nil {
+	err := kafkalog.EnsureTopic(ctx, p.targetAdmin, topic, adminPollShards, p.cfg.CheckpointsTopicReplicationFactor,
+		map[string]*string{"cleanup.policy": ptr("compact")})
+	switch {
+	case err == nil:
+	case errors.Is(err, kafkalog.ErrTopicNotVisible):
+		// Not visible to this principal: its reader says what is missing,
+		// in /readyz, and takes the shards once it is granted.
+		p.logger.Warn("shard topic not visible; the instance owns no groups until it is", "topic", topic, "error", err)
+	default:
 		return fmt.Errorf("shard topic on target cluster %q (admin-poll mode shares the groups among instances through it): %w",
 			p.cfg.TargetAlias, err)
 	}

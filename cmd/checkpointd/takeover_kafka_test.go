@@ -40,7 +40,10 @@ import (
 // the pauses it measures.
 func TestShardedHandover(t *testing.T) {
 	t.Parallel()
-	bed := kafkatest.Shared(t)
+	// A 3-broker target: the target groups' coordinators and the
+	// checkpoints topic's leader are spread over brokers, and one broker
+	// restarts under load below.
+	bed := kafkatest.SharedThreeBrokerTarget(t)
 	bin := buildBinary(t)
 
 	name := kafkatest.UniqueName(t, "")
@@ -209,6 +212,32 @@ func TestShardedHandover(t *testing.T) {
 			if len(who) != 1 {
 				t.Errorf("after %s resumed: group %d committed by %v in one steady spell, want exactly one instance", paused.name, g, who)
 			}
+		}
+	}
+
+	// A target broker restarts under load (graceful stop: its partition
+	// leaders and group coordinators move to the others, then some back).
+	{
+		node := bed.Target.NodeIDs()[1]
+		stoppedAt := time.Now()
+		if err := bed.Target.StopNode(node); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		if err := bed.Target.RestartNode(t.Context(), node); err != nil {
+			t.Fatal(err)
+		}
+		back := time.Since(stoppedAt)
+		firstAfter := load.nextRound(time.Now())
+		var caughtUp time.Duration
+		for g := range groups {
+			caughtUp = max(caughtUp, watch.reached(t, g, firstAfter.offset, 60*time.Second).Sub(stoppedAt))
+		}
+		g, gap := watch.maxGap(stoppedAt, time.Now())
+		t.Logf("target broker %d stopped and restarted (serving again after %v): every group at a commit made after its return %v after the stop; longest pause of a target group's commits %v (group %d)",
+			node, back.Round(time.Millisecond), caughtUp.Round(time.Millisecond), gap.Round(time.Millisecond), g)
+		if lowered := watch.lowered(); len(lowered) > 0 {
+			t.Errorf("target group offsets lowered around the broker restart: %v", lowered)
 		}
 	}
 

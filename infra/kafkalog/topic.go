@@ -58,6 +58,10 @@ func EnsureTopic(ctx context.Context, admin sarama.ClusterAdmin, name string, pa
 	}
 }
 
+// ErrTopicNotVisible is what EnsureTopic says when the principal may not
+// even describe the topic.
+var ErrTopicNotVisible = errors.New("not authorized")
+
 // topicReady reports whether the topic exists with a leader for every
 // partition. A topic still being created is not ready.
 func topicReady(admin sarama.ClusterAdmin, name string) (bool, error) {
@@ -72,7 +76,7 @@ func topicReady(admin sarama.ClusterAdmin, name string) (bool, error) {
 	case errors.Is(t.Err, sarama.ErrUnknownTopicOrPartition), errors.Is(t.Err, sarama.ErrLeaderNotAvailable):
 		return false, nil
 	case errors.Is(t.Err, sarama.ErrTopicAuthorizationFailed):
-		return false, fmt.Errorf("describe topic %q: not authorized: the principal needs the DESCRIBE ACL on topic %q: %w", name, name, t.Err)
+		return false, fmt.Errorf("describe topic %q: %w: the principal needs the DESCRIBE ACL on topic %q: %w", name, ErrTopicNotVisible, name, t.Err)
 	case !errors.Is(t.Err, sarama.ErrNoError):
 		return false, fmt.Errorf("describe topic %q: %w", name, t.Err)
 	default:

@@ -46,6 +46,7 @@ const (
 	GaugeIndexSyncs          = "index_syncs"
 	GaugeOutboxQueued        = "outbox_queued"
 	GaugeTargetGroupsPending = "target_groups_pending"
+	GaugeShardsOwned         = "shards_owned"
 )
 
 // Names of the counters the pipeline registers with CounterFunc.
@@ -54,12 +55,14 @@ const (
 	CounterCheckpointsSuperseded = "checkpoints_superseded_total"
 	CounterCheckpointBatches     = "checkpoint_batches_total"
 	CounterCheckpointBatchErrors = "checkpoint_batch_failures_total"
+	CounterCheckpointsDisowned   = "checkpoints_disowned_total"
 )
 
 // PipelineGauges lists the GaugeFunc and CounterFunc names above, for checks
 // that every metric a dashboard reads exists.
-var PipelineGauges = []string{GaugeIndexPartitions, GaugeIndexSyncs, GaugeOutboxQueued, GaugeTargetGroupsPending,
-	CounterCheckpointsPublished, CounterCheckpointsSuperseded, CounterCheckpointBatches, CounterCheckpointBatchErrors}
+var PipelineGauges = []string{GaugeIndexPartitions, GaugeIndexSyncs, GaugeOutboxQueued, GaugeTargetGroupsPending, GaugeShardsOwned,
+	CounterCheckpointsPublished, CounterCheckpointsSuperseded, CounterCheckpointBatches, CounterCheckpointBatchErrors,
+	CounterCheckpointsDisowned}
 
 // DefaultLatencyBuckets span a few milliseconds (event-driven checkpoints) to
 // several minutes (MM2's one-minute emit interval, retries).
