@@ -481,32 +481,38 @@ func (s *OffsetSyncer) restoreOnce(ctx context.Context) bool {
 	keep := func(group string) bool { _, ok := want[s.cfg.Shards.Of(group)]; return ok }
 	began := time.Now()
 	found := newRestoreTarget[pendingCheckpoint](want)
+	// The two reads are independent: side by side, a hand-over waits for
+	// the longer one only.
+	var ours map[string]map[messages.TopicPartition]targetgroup.Checkpoint
+	var logErr error
+	var wg sync.WaitGroup
+	if s.cfg.FollowRewinds {
+		wg.Go(func() { ours, logErr = s.cfg.CommitLog.Load(readCtx, keep) })
+	}
+	var readErr error
 	if s.cfg.CheckpointLog != nil {
-		err := s.cfg.CheckpointLog.ReadCheckpoints(readCtx, func(rec envelope.Record) {
+		readErr = s.cfg.CheckpointLog.ReadCheckpoints(readCtx, func(rec envelope.Record) {
 			cp, ok := decodeCheckpointRecord(rec)
 			if !ok || !keep(cp.Group) || (s.cfg.Groups != nil && !s.cfg.Groups.Match(cp.Group)) {
 				return
 			}
 			found.add(groupPartition{cp.Group, cp.TopicPartition}, rec.Offset, s.pendingOf(cp, rec, rec.Headers))
 		})
-		if err != nil {
-			if ctx.Err() == nil {
-				s.cfg.Logger.Error("restoring the checkpoints of newly owned shards failed; their groups wait",
-					"shards", len(want), "retry_in", s.cfg.RetryInterval, "error", err)
-			}
-			return false
-		}
 	}
-	var ours map[string]map[messages.TopicPartition]targetgroup.Checkpoint
-	if s.cfg.FollowRewinds {
-		var err error
-		if ours, err = s.cfg.CommitLog.Load(readCtx, keep); err != nil {
-			if ctx.Err() == nil {
-				s.cfg.Logger.Error("reading what checkpointd committed into target groups failed; target groups are synced once it can be read",
-					"shards", len(want), "retry_in", s.cfg.RetryInterval, "error", err)
-			}
-			return false
+	wg.Wait()
+	if readErr != nil {
+		if ctx.Err() == nil {
+			s.cfg.Logger.Error("restoring the checkpoints of newly owned shards failed; their groups wait",
+				"shards", len(want), "retry_in", s.cfg.RetryInterval, "error", readErr)
 		}
+		return false
+	}
+	if logErr != nil {
+		if ctx.Err() == nil {
+			s.cfg.Logger.Error("reading what checkpointd committed into target groups failed; target groups are synced once it can be read",
+				"shards", len(want), "retry_in", s.cfg.RetryInterval, "error", logErr)
+		}
+		return false
 	}
 	s.mu.Lock()
 	restored := 0
