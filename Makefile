@@ -14,6 +14,7 @@ FUZZ_TARGETS := \
 	./messages:FuzzDecodeHeartbeat \
 	./messages:FuzzDecodeOffsetsRecord \
 	./messages:FuzzDefaultReplicationPolicySplit \
+	./messages:FuzzGroupPartition \
 	./handlers/translate:FuzzIndex \
 	./internal/javaregex:FuzzParseList \
 	./infra/config:FuzzParseJAAS \
