@@ -109,6 +109,7 @@ type Checkpointer struct {
 
 	syncsRead       bool
 	checkpointsRead bool
+	misplaced       bool // a group came from another partition than its shard (logged once)
 	// gateOpen is written under mu but read without it, so readiness never
 	// waits for a decision in progress.
 	gateOpen atomic.Bool
@@ -512,6 +513,13 @@ func (c *Checkpointer) SourceCommit(ctx context.Context, p int32, rec messages.O
 		c.cfg.Logger.Warn("commit record from an unassigned partition", "partition", p, "group", rec.Group)
 		sh = &shard{groups: make(map[string]struct{}), restored: !c.sharded()}
 		c.shards[p] = sh
+	}
+	if c.sharded() && c.cfg.Shards.Of(rec.Group) != p && !c.misplaced {
+		// The checkpoints and target commits of this group would be kept
+		// by the wrong instance: say so once.
+		c.misplaced = true
+		c.cfg.Logger.Error("a group's commits came from another partition than its shard: ownership of its checkpoints and target commits is wrong",
+			"group", rec.Group, "partition", p, "shard", c.cfg.Shards.Of(rec.Group))
 	}
 	sh.groups[rec.Group] = struct{}{}
 	c.groupShard[rec.Group] = p

@@ -5,7 +5,6 @@ import (
 	"os"
 	"testing"
 	"time"
-	"unicode/utf16"
 
 	"github.com/IBM/sarama"
 
@@ -66,7 +65,9 @@ func TestDecodeOffsetsRecordFromBroker(t *testing.T) {
 	if err != nil {
 		t.Fatalf("partitions of %s: %v", offsetsTopic, err)
 	}
-	partition := offsetsPartitionFor(group, int32(len(partitions)))
+	// Where checkpointd's shards say the group is: finding its records
+	// there checks messages.GroupPartition against the broker.
+	partition := messages.GroupPartition(group, int32(len(partitions)))
 
 	got := readCommits(t, src, sarama.ReadCommitted, partition, group, topic, start, isLast)
 	if len(got) != len(want) {
@@ -281,22 +282,6 @@ func checkCommitTimes(t *testing.T, r messages.OffsetsRecord, since time.Time) {
 	if r.ExpireTimestamp != -1 || r.ValueVersion < 3 {
 		t.Errorf("%v: want a value of version 3 or later without expire time", r)
 	}
-}
-
-// offsetsPartitionFor is the __consumer_offsets partition holding group's
-// records: abs(Java's String.hashCode of the group id) mod the partition count.
-func offsetsPartitionFor(group string, partitions int32) int32 {
-	var h int32
-	for _, u := range utf16.Encode([]rune(group)) {
-		h = 31*h + int32(u)
-	}
-	if h == -h { // 0, or math.MinInt32, which Kafka's Utils.abs maps to 0
-		return 0
-	}
-	if h < 0 {
-		h = -h
-	}
-	return h % partitions
 }
 
 // retry calls f until it succeeds, failing the test after 30 seconds: the
