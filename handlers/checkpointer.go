@@ -387,38 +387,15 @@ func (c *Checkpointer) RunRestore(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.restoreWake:
-		}
-		if !c.restoreOnce(ctx) {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(c.cfg.RestoreRetry):
-			}
-			c.poke()
-		}
-	}
-}
-
-func (c *Checkpointer) poke() {
-	select {
-	case c.restoreWake <- struct{}{}:
-	default:
-	}
+	runRestores(ctx, c.restoreWake, c.cfg.RestoreRetry, c.restoreOnce)
+	return nil
 }
 
 // restoreOnce reads the checkpoints topic once for every shard waiting and
 // reports whether the read succeeded.
 func (c *Checkpointer) restoreOnce(ctx context.Context) bool {
 	c.mu.Lock()
-	want := make(map[int32]uint64, len(c.restores))
-	for p, st := range c.restores {
-		want[p] = st.epoch
-	}
+	want := c.restores.waiting()
 	c.mu.Unlock()
 	if len(want) == 0 {
 		return true
@@ -445,12 +422,10 @@ func (c *Checkpointer) restoreOnce(ctx context.Context) bool {
 	loaded := 0
 	for key, r := range t.found {
 		p := c.cfg.Shards.Of(key.group)
-		st := c.restores[p]
-		if st == nil || st.epoch != want[p] {
-			continue // revoked, or assigned again, meanwhile
-		}
-		if seen, ok := st.seen[key]; ok && seen >= r.offset {
-			continue // the tail applied this record or a newer one
+		// Skipped: a shard revoked or assigned again meanwhile, and a
+		// record older than one the tail applied.
+		if waits, newer := c.restores.current(p, want[p], key, r.offset); !waits || !newer {
+			continue
 		}
 		if _, ours := c.emittedHere[key.group]; ours {
 			continue

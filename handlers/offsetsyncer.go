@@ -403,7 +403,7 @@ func (s *OffsetSyncer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if !s.lease {
-		wg.Go(func() { s.runRestore(ctx) })
+		wg.Go(func() { runRestores(ctx, s.restoreWake, s.cfg.RetryInterval, s.restoreOnce) })
 	}
 	tick := time.NewTicker(s.cfg.RetryInterval)
 	defer tick.Stop()
@@ -438,26 +438,6 @@ func (s *OffsetSyncer) Round(ctx context.Context, now time.Time) {
 // up and tried again.
 const minRestoreRead = 30 * time.Second
 
-// runRestore restores the shards waiting for it until ctx ends, one read
-// for all of them, and again after RetryInterval when a read fails.
-func (s *OffsetSyncer) runRestore(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.restoreWake:
-		}
-		if !s.restoreOnce(ctx) {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(s.cfg.RetryInterval):
-			}
-			pokeChan(s.restoreWake)
-		}
-	}
-}
-
 // restoreOnce reads back, for every shard waiting, the last checkpoint of
 // each of its pairs (without a lease: with a lease the replay did) and what
 // checkpointd committed into its groups (with FollowRewinds), then makes
@@ -466,10 +446,7 @@ func (s *OffsetSyncer) runRestore(ctx context.Context) {
 // whether the reads succeeded.
 func (s *OffsetSyncer) restoreOnce(ctx context.Context) bool {
 	s.mu.Lock()
-	want := make(map[int32]uint64, len(s.restores))
-	for p, st := range s.restores {
-		want[p] = st.epoch
-	}
+	want := s.restores.waiting()
 	s.mu.Unlock()
 	if len(want) == 0 {
 		return true
@@ -518,12 +495,8 @@ func (s *OffsetSyncer) restoreOnce(ctx context.Context) bool {
 	restored := 0
 	for key, r := range found.found {
 		p := s.cfg.Shards.Of(key.group)
-		st := s.restores[p]
-		if st == nil || st.epoch != want[p] {
-			continue // revoked, or assigned again, meanwhile
-		}
-		if seen, ok := st.seen[key]; ok && seen >= r.offset {
-			continue // the tail queued this record or a newer one
+		if waits, newer := s.restores.current(p, want[p], key, r.offset); !waits || !newer {
+			continue
 		}
 		s.put(p, key.group, key.tp, r.value)
 		restored++

@@ -136,6 +136,51 @@ func (r restoreSet) start(p int32, epoch uint64) {
 	r[p] = &restoring{epoch: epoch, seen: make(map[groupPartition]int64)}
 }
 
+// waiting returns the shards waiting and the epoch of each.
+func (r restoreSet) waiting() map[int32]uint64 {
+	out := make(map[int32]uint64, len(r))
+	for p, st := range r {
+		out[p] = st.epoch
+	}
+	return out
+}
+
+// current reports whether shard p still waits under epoch, and whether the
+// record at offset for key, found by the restore read, is newer than what
+// the live tail applied meanwhile.
+func (r restoreSet) current(p int32, epoch uint64, key groupPartition, offset int64) (waits, newer bool) {
+	st := r[p]
+	if st == nil || st.epoch != epoch {
+		return false, false
+	}
+	seen, ok := st.seen[key]
+	return true, !ok || seen < offset
+}
+
+// runRestores calls restore each time wake fires, and again after retry
+// when it reports failure, until ctx ends.
+func runRestores(ctx context.Context, wake chan struct{}, retry time.Duration, restore func(context.Context) bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		}
+		if restore(ctx) {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retry):
+		}
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // saw notes that the tail applied the record at offset for key in shard p.
 func (r restoreSet) saw(p int32, key groupPartition, offset int64) {
 	if st := r[p]; st != nil && offset > st.seen[key] {

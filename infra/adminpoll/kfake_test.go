@@ -16,31 +16,7 @@ import (
 // OffsetFetch of a group it does not know with GROUP_ID_NOT_FOUND, where
 // Kafka returns no offsets.
 func TestFakePoll(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(2), kfake.SeedTopics(2, "orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V4_0_0_0
-	client, err := sarama.NewClient(cluster.ListenAddrs(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	commit := func(group string, partition int32, offset int64) {
-		t.Helper()
-		resp, err := admin.AlterConsumerGroupOffsets(group, map[string]map[int32]sarama.OffsetAndMetadata{
-			"orders": {partition: {Offset: offset, LeaderEpoch: -1}},
-		}, nil)
-		if err != nil || resp.Errors["orders"][partition] != sarama.ErrNoError {
-			t.Fatalf("commit %s: %v %v", group, err, resp)
-		}
-	}
+	client, admin, commit := fakeSource(t, 2)
 	commit("g-a", 0, 5)
 	commit("g-b", 1, 6)
 
@@ -73,4 +49,36 @@ func TestFakePoll(t *testing.T) {
 	if got := next(t, ch); got.commit != "g-b orders-1 deleted" {
 		t.Fatalf("after deleting a group: %v", got)
 	}
+}
+
+// fakeSource is a kfake cluster with a topic "orders" of 2 partitions, a
+// client and an admin of it, and commit, which commits a group's offset.
+func fakeSource(t *testing.T, brokers int) (sarama.Client, sarama.ClusterAdmin, func(group string, partition int32, offset int64)) {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(brokers), kfake.SeedTopics(2, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V4_0_0_0
+	client, err := sarama.NewClient(cluster.ListenAddrs(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(group string, partition int32, offset int64) {
+		t.Helper()
+		resp, err := admin.AlterConsumerGroupOffsets(group, map[string]map[int32]sarama.OffsetAndMetadata{
+			"orders": {partition: {Offset: offset, LeaderEpoch: -1}},
+		}, nil)
+		if err != nil || resp.Errors["orders"][partition] != sarama.ErrNoError {
+			t.Fatalf("commit %s: %v %v", group, err, resp)
+		}
+	}
+	return client, admin, commit
 }

@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/checkpointd/checkpointd/infra/adminpoll"
 	"github.com/checkpointd/checkpointd/messages"
@@ -18,31 +16,8 @@ import (
 // delivered, each in its shard's partition, with Assigned, CaughtUp and
 // Revoked per shard, and a revoked shard's groups stop at once.
 func TestFakePollSharded(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V4_0_0_0
-	client, err := sarama.NewClient(cluster.ListenAddrs(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	commit := func(group string, offset int64) {
-		t.Helper()
-		resp, err := admin.AlterConsumerGroupOffsets(group, map[string]map[int32]sarama.OffsetAndMetadata{
-			"orders": {0: {Offset: offset, LeaderEpoch: -1}},
-		}, nil)
-		if err != nil || resp.Errors["orders"][0] != sarama.ErrNoError {
-			t.Fatalf("commit %s: %v %v", group, err, resp)
-		}
-	}
+	client, _, commitOn := fakeSource(t, 1)
+	commit := func(group string, offset int64) { t.Helper(); commitOn(group, 0, offset) }
 	commit("g-a", 5)
 	commit("g-b", 6)
 	shardOf := map[string]int32{"g-a": 0, "g-b": 1}

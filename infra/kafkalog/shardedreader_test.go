@@ -168,6 +168,19 @@ func current(t *testing.T, events []event) map[int32]claim {
 	return out
 }
 
+// settledOn holds when a member has n claims, all caught up.
+func settledOn(t *testing.T, n int) func([]event) bool {
+	return func(es []event) bool {
+		cur := current(t, es)
+		for _, c := range cur {
+			if !c.caughtUp() {
+				return false
+			}
+		}
+		return len(cur) == n
+	}
+}
+
 func TestShardedReaderSharesPartitionsAndReplaysOnHandoff(t *testing.T) {
 	t.Parallel()
 	for _, rebalance := range []kafkalog.Rebalance{kafkalog.RebalanceSticky, kafkalog.RebalanceCooperativeSticky} {
@@ -194,18 +207,7 @@ func testHandoff(t *testing.T, rebalance kafkalog.Rebalance) {
 	readerA, logsA := newShardedReader(t, c, group, rebalance, nil)
 	readerB, logsB := newShardedReader(t, c, group, rebalance, nil)
 	a := collect(t, topic, subscribe(t, readerA, topic), own.react("a"))
-	// settled(n) holds when a member has n claims, all caught up.
-	settled := func(n int) func([]event) bool {
-		return func(es []event) bool {
-			cur := current(t, es)
-			for _, c := range cur {
-				if !c.caughtUp() {
-					return false
-				}
-			}
-			return len(cur) == n
-		}
-	}
+	settled := func(n int) func([]event) bool { return settledOn(t, n) }
 	// A holds all four before B joins, so that B's join takes two from A.
 	a.waitFor("A to own all four partitions first", settled(4))
 	ctxB, stopB := context.WithCancel(context.Background())
@@ -389,17 +391,7 @@ func TestShardedReaderVerifyFencesFormerOwners(t *testing.T) {
 	readerA, _ := newShardedReader(t, c, group, kafkalog.RebalanceCooperativeSticky, nil)
 	readerB, _ := newShardedReader(t, c, group, kafkalog.RebalanceCooperativeSticky, nil)
 	a := collect(t, topic, subscribe(t, readerA, topic), own.react("a"))
-	settled := func(n int) func([]event) bool {
-		return func(es []event) bool {
-			cur := current(t, es)
-			for _, c := range cur {
-				if !c.caughtUp() {
-					return false
-				}
-			}
-			return len(cur) == n
-		}
-	}
+	settled := func(n int) func([]event) bool { return settledOn(t, n) }
 	a.waitFor("A to own all four partitions", settled(4))
 	ctx := context.Background()
 	verify := func(r *kafkalog.ShardedReader, parts []int32) error {
