@@ -181,6 +181,28 @@ func settledOn(t *testing.T, n int) func([]event) bool {
 	}
 }
 
+// joinSecond subscribes readerB beside a, which owns all four partitions,
+// and waits until both members settle with two caught-up partitions each.
+func joinSecond(t *testing.T, readerB *kafkalog.ShardedReader, topic string, a *collector, own *ownership) (*collector, context.CancelFunc) {
+	t.Helper()
+	ctxB, stopB := context.WithCancel(context.Background())
+	chB, err := readerB.Subscribe(ctxB, topic)
+	if err != nil {
+		stopB()
+		t.Fatal(err)
+	}
+	b := collect(t, topic, chB, own.react("b"))
+	deadline := time.Now().Add(wait)
+	for !(settledOn(t, 2)(a.snapshot()) && settledOn(t, 2)(b.snapshot())) {
+		if time.Now().After(deadline) {
+			stopB()
+			t.Fatalf("members did not settle on 2+2 caught-up partitions: a %v, b %v", a.snapshot(), b.snapshot())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return b, stopB
+}
+
 func TestShardedReaderSharesPartitionsAndReplaysOnHandoff(t *testing.T) {
 	t.Parallel()
 	for _, rebalance := range []kafkalog.Rebalance{kafkalog.RebalanceSticky, kafkalog.RebalanceCooperativeSticky} {
@@ -210,22 +232,8 @@ func testHandoff(t *testing.T, rebalance kafkalog.Rebalance) {
 	settled := func(n int) func([]event) bool { return settledOn(t, n) }
 	// A holds all four before B joins, so that B's join takes two from A.
 	a.waitFor("A to own all four partitions first", settled(4))
-	ctxB, stopB := context.WithCancel(context.Background())
+	b, stopB := joinSecond(t, readerB, topic, a, own)
 	defer stopB()
-	chB, err := readerB.Subscribe(ctxB, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := collect(t, topic, chB, own.react("b"))
-
-	// Both members settle with two caught-up partitions each.
-	deadline := time.Now().Add(wait)
-	for !(settled(2)(a.snapshot()) && settled(2)(b.snapshot())) {
-		if time.Now().After(deadline) {
-			t.Fatalf("members did not settle on 2+2 caught-up partitions: a %v, b %v", a.snapshot(), b.snapshot())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 	fromB, keptByA := own.owned("b"), own.owned("a")
 
 	// B leaves: it revokes its claims, and A replays them from the oldest offset.
@@ -410,20 +418,8 @@ func TestShardedReaderVerifyFencesFormerOwners(t *testing.T) {
 		t.Fatalf("A owns all four partitions, Verify says %v", err)
 	}
 
-	ctxB, stopB := context.WithCancel(ctx)
+	b, stopB := joinSecond(t, readerB, topic, a, own)
 	defer stopB()
-	chB, err := readerB.Subscribe(ctxB, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := collect(t, topic, chB, own.react("b"))
-	deadline := time.Now().Add(wait)
-	for !(settled(2)(a.snapshot()) && settled(2)(b.snapshot())) {
-		if time.Now().After(deadline) {
-			t.Fatalf("members did not settle on 2+2: a %v, b %v", a.snapshot(), b.snapshot())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 	fromB, keptByA := own.owned("b"), own.owned("a")
 	if err := verify(readerB, fromB); err != nil {
 		t.Errorf("B owns %v, Verify says %v", fromB, err)
