@@ -38,7 +38,7 @@ func serverProperties(brokerPort, controllerPort int, dataDir string) map[string
 		"share.coordinator.state.topic.min.isr":            "1",
 		"group.initial.rebalance.delay.ms":                 "0",
 		// Below the brokers' default of 6 s, so tests can show a takeover
-		// with a shorter commit-lease session (TestTakeoverAfterKill).
+		// with a shorter commit-lease session (TestShardedHandover).
 		"group.min.session.timeout.ms":         "2000",
 		"offsets.topic.num.partitions":         "4",
 		"transaction.state.log.num.partitions": "4",
