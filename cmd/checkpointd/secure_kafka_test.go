@@ -476,6 +476,12 @@ func newACLEnv(t *testing.T, s *kafkatest.SecureCluster, mode string) *aclEnv {
 	s.Produce(t, e.remote, 0, 10)
 	sync := messages.OffsetSync{TopicPartition: messages.TopicPartition{Topic: e.topic, Partition: 0}, UpstreamOffset: 5, DownstreamOffset: 5}
 	produce(t, s.Cluster, e.syncs, sync.Key(), sync.Value())
+	// A commit log in use holds records: reading an empty one takes no
+	// READ (listing its offsets needs DESCRIBE only), and a run lacking
+	// READ would restore its shards before any run wrote to it.
+	other := messages.Checkpoint{Group: "not-synced-here", TopicPartition: messages.TopicPartition{Topic: e.remote, Partition: 0},
+		UpstreamOffset: 1, DownstreamOffset: 1}
+	produce(t, s.Cluster, e.commitLog, other.Key(), other.Value())
 	return e
 }
 
