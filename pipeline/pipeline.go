@@ -501,13 +501,7 @@ func (p *Pipeline) observer() handlers.Observer {
 // each write, and must not wait behind the outbox's checkpoint batches.
 func (p *Pipeline) newCommitLog(ctx context.Context, targetAdmin sarama.ClusterAdmin, producerCfg *sarama.Config) (*kafkalog.CommitLog, error) {
 	topic := kafkalog.CommitLogTopic(p.cfg.SourceAlias)
-	// As replicated as the checkpoints topic, which may have been created
-	// beforehand with another factor than checkpoints.topic.replication.factor.
-	rf := p.cfg.CheckpointsTopicReplicationFactor
-	if md, err := targetAdmin.DescribeTopics([]string{p.topics().Checkpoints}); err == nil && len(md) == 1 && len(md[0].Partitions) > 0 {
-		rf = int16(len(md[0].Partitions[0].Replicas))
-	}
-	if err := kafkalog.EnsureTopic(ctx, targetAdmin, topic, 1, rf,
+	if err := kafkalog.EnsureTopic(ctx, targetAdmin, topic, 1, p.internalTopicRF(targetAdmin),
 		map[string]*string{"cleanup.policy": ptr("compact")}); err != nil {
 		return nil, fmt.Errorf("commit log topic on target cluster %q (checkpointd.sync.follow.source.rewinds=true needs it; false turns it off): %w",
 			p.cfg.TargetAlias, err)
@@ -538,4 +532,16 @@ func (p *Pipeline) checkpointLog() (handlers.CheckpointLog, error) {
 	return kafkalog.CheckpointLog{Topic: p.topics().Checkpoints, Reader: kafkalog.ReaderConfig{
 		Brokers: p.cfg.Target.BootstrapServers, Sarama: sc, Cluster: target, Logger: p.logger, BatchRecords: wholeTopicBatch,
 		Observer: stageObserver{stage: p.health.Stage(StageShardRestore, target, readerRetryGap)}}}, nil
+}
+
+// internalTopicRF is the replication factor of the topics checkpointd
+// creates beside the checkpoints topic: the checkpoints topic's, which may
+// have been created beforehand with another factor than
+// checkpoints.topic.replication.factor.
+func (p *Pipeline) internalTopicRF(targetAdmin sarama.ClusterAdmin) int16 {
+	rf := p.cfg.CheckpointsTopicReplicationFactor
+	if md, err := targetAdmin.DescribeTopics([]string{p.topics().Checkpoints}); err == nil && len(md) == 1 && len(md[0].Partitions) > 0 {
+		rf = int16(len(md[0].Partitions[0].Replicas))
+	}
+	return rf
 }
