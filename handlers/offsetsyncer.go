@@ -598,11 +598,28 @@ func (s *OffsetSyncer) fenced(ctx context.Context, jobs []commitJob, now time.Ti
 	s.cfg.Logger.Warn("not committing: this instance's ownership of the shards could not be confirmed", "shards", len(shards),
 		"groups", len(jobs), "error", err)
 	for _, j := range jobs {
-		outcome := allReason(j.work, targetgroup.Retriable)
-		maps.Copy(outcome, j.plan.Skipped)
-		s.settle(j.work, outcome, now)
+		s.notConfirmed(j, now)
 	}
 	return false
+}
+
+// fenceRetry is how soon groups whose shard could not be confirmed are
+// tried again: a rebalance or a coordinator moving takes a moment, and the
+// shard is either confirmed then or revoked.
+const fenceRetry = 200 * time.Millisecond
+
+// notConfirmed settles a job whose shard the fence did not confirm as
+// retriable, to be tried again after fenceRetry.
+func (s *OffsetSyncer) notConfirmed(j commitJob, now time.Time) {
+	outcome := allReason(j.work, targetgroup.Retriable)
+	maps.Copy(outcome, j.plan.Skipped)
+	s.settle(j.work, outcome, now)
+	s.mu.Lock()
+	if g := s.pending[j.group]; g != nil {
+		g.retryAt = now.Add(fenceRetry)
+	}
+	s.mu.Unlock()
+	time.AfterFunc(fenceRetry, s.poke)
 }
 
 // confirmRewinds reads again, after the write-ahead, the offsets of the
@@ -797,9 +814,7 @@ func (s *OffsetSyncer) commit(ctx context.Context, j commitJob, now time.Time) {
 	}
 	if s.cfg.Fence != nil {
 		if err := s.cfg.Fence.Verify(ctx, []int32{j.shard}); err != nil {
-			maps.Copy(outcome, allReason(j.work, targetgroup.Retriable))
-			maps.Copy(outcome, j.plan.Skipped)
-			s.settle(j.work, outcome, now)
+			s.notConfirmed(j, now)
 			return
 		}
 	}

@@ -399,7 +399,10 @@ func (o *Outbox) publish(ctx context.Context, batch []outgoing) {
 			msgs[i] = batch[i].msg
 		}
 		err := o.confirmOwner(ctx, batch)
-		if err == nil {
+		wait := time.Duration(0)
+		if err != nil {
+			wait = fenceRetry // a rebalance passes soon; the backoff is for brokers
+		} else {
 			err = o.pub.Publish(o.topic, msgs...)
 		}
 		if err == nil {
@@ -414,7 +417,9 @@ func (o *Outbox) publish(ctx context.Context, batch []outgoing) {
 			}
 			return
 		}
-		o.stats.failures.Add(1)
+		if wait == 0 { // a refused write; an unconfirmed shard is no failure of the target
+			o.stats.failures.Add(1)
+		}
 		// The first failure and then attempts 2, 4, 8, ...: an outage of
 		// minutes gives a handful of lines, not one per retry.
 		if attempt&(attempt-1) == 0 {
@@ -426,8 +431,11 @@ func (o *Outbox) publish(ctx context.Context, batch []outgoing) {
 					trace.WithAttributes(attribute.Int("attempt", attempt), attribute.String("error", err.Error())))
 			}
 		}
+		if wait == 0 {
+			wait = bo.NextBackOff()
+		}
 		select {
-		case <-time.After(bo.NextBackOff()):
+		case <-time.After(wait):
 		case <-ctx.Done():
 			o.giveBack(batch)
 			return

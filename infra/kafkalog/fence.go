@@ -26,7 +26,9 @@ var ErrNotOwner = errors.New("not the owner at the group coordinator")
 
 // Verify asks the group coordinator whether this reader's member still owns
 // partitions of the topic it reads: the member must be in the group and
-// each partition in its assignment. It is the fence of the work done for
+// each partition in its assignment (during a cooperative rebalance, when
+// the coordinator shows no assignments, being in the group is enough: see
+// below). It is the fence of the work done for
 // those partitions: an instance that was paused or cut off while the group
 // moved its partitions on is no longer listed (its session expired, or a
 // static member's place was taken by a new member id), and learns it here
@@ -75,6 +77,14 @@ func (r *ShardedReader) Verify(ctx context.Context, partitions []int32) error {
 	desc, ok := g.Members[m.memberID]
 	if !ok {
 		return fmt.Errorf("group %s (%s): %w: member %s is not in the group", r.cfg.GroupID, g.State, ErrNotOwner, m.memberID)
+	}
+	if g.State != "Stable" && r.cfg.Rebalance == RebalanceCooperativeSticky {
+		// A rebalance is under way and the coordinator shows no
+		// assignments. Cooperatively, a member keeps its partitions
+		// through a rebalance until it revokes them itself, which the
+		// caller hears of (Revoked) before the partition can move: a
+		// member still in the group still owns what it has not revoked.
+		return nil
 	}
 	assignment, err := desc.GetMemberAssignment()
 	if err != nil {
