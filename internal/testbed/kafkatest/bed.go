@@ -36,6 +36,9 @@ type BedOptions struct {
 	SourceAlias string // default "source"
 	TargetAlias string // default "target"
 	Lib         string // jar directory; default: Jars(ctx)
+	// ServerProps are broker properties over the defaults, for both
+	// clusters (e.g. more __consumer_offsets partitions than the tests' 4).
+	ServerProps map[string]string
 }
 
 const dirPrefix = "kafkatest-"
@@ -83,8 +86,12 @@ func StartBed(ctx context.Context, opts BedOptions) (*Bed, error) {
 	register(b)
 	var wg sync.WaitGroup
 	var srcErr, tgtErr error
-	wg.Go(func() { b.Source, srcErr = startCluster(ctx, lib, opts.SourceAlias, dir) })
-	wg.Go(func() { b.Target, tgtErr = startCluster(ctx, lib, opts.TargetAlias, dir) })
+	var spec clusterSpec
+	if len(opts.ServerProps) > 0 {
+		spec.props = func([]int) map[string]string { return opts.ServerProps }
+	}
+	wg.Go(func() { b.Source, srcErr = startClusterSpec(ctx, lib, opts.SourceAlias, dir, spec) })
+	wg.Go(func() { b.Target, tgtErr = startClusterSpec(ctx, lib, opts.TargetAlias, dir, spec) })
 	wg.Wait()
 	b.ReadyIn = time.Since(start)
 	close(b.started)

@@ -44,12 +44,6 @@ func (c *Cluster) Pid() int { return c.proc.pid() }
 // LogTail returns the last n lines of the broker's log and console output.
 func (c *Cluster) LogTail(n int) string { return c.proc.tail(n) }
 
-// startCluster formats and starts one cluster and waits until it is ready,
-// retrying with fresh ports and a fresh dir when a port was taken meanwhile.
-func startCluster(ctx context.Context, lib, alias, parent string) (*Cluster, error) {
-	return startClusterSpec(ctx, lib, alias, parent, clusterSpec{})
-}
-
 // clusterSpec adds to the default cluster: listeners on extra ports, server
 // properties over the defaults (given every port: broker, controller, then the
 // extra ones), and arguments to the storage format (SCRAM users).
@@ -60,6 +54,9 @@ type clusterSpec struct {
 	jvmFlags   []string
 }
 
+// startClusterSpec formats and starts one cluster and waits until it is
+// ready, retrying with fresh ports and a fresh dir when a port was taken
+// meanwhile.
 func startClusterSpec(ctx context.Context, lib, alias, parent string, spec clusterSpec) (*Cluster, error) {
 	var lastErr error
 	for range startAttempts {
