@@ -565,7 +565,9 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string, n int) phaseResult {
 	ph.PeakRSSMB = statusKB(pid, "VmHWM") / 1024
 	ph.Threads = int(statusKB(pid, "Threads"))
 	if sc.scaleOut() {
-		ph.ScaleOut = e.scaleOutResult(t, cs, groups, tr, startupCPU, cpuEach, samples, kr, steadyCommitsPerSec)
+		ph.ScaleOut = e.scaleOutResult(t, cs, groups, tr, startupCPU, cpuEach, samples,
+			(time.Duration(ph.LoadStartAt) + time.Duration(sc.Load)/4).Seconds(), (time.Duration(ph.LoadStartAt) + time.Duration(sc.Load)).Seconds(),
+			kr, steadyCommitsPerSec)
 		ph.PeakRSSMB = 0
 		for _, in := range ph.ScaleOut.Instances {
 			ph.PeakRSSMB = max(ph.PeakRSSMB, in.PeakRSSMB)

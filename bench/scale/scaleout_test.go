@@ -137,6 +137,10 @@ type instanceResult struct {
 	CPUSeconds float64 `json:"cpu_s"`       // the load and drain window
 	// StartupCPUSeconds: from the process start through the initial sync.
 	StartupCPUSeconds float64 `json:"startup_cpu_s"`
+	// SteadyCPU: mean CPU (cores) of the samples from a quarter into the
+	// load to its end, the steady commit rate's window: at the cap, the
+	// instance's CPU is what bounds it.
+	SteadyCPU float64 `json:"steady_cpu_cores,omitempty"`
 	// CommittedPartitions: checkpointd_target_commits_total{reason=
 	// "committed"} at the end (before the kill for a killed one).
 	CommittedPartitions float64 `json:"committed_partitions"`
@@ -180,7 +184,7 @@ type killResult struct {
 // fails the test on a correctness problem: a group committed by two
 // instances, or at a first start a pair committed twice.
 func (e *scenarioEnv) scaleOutResult(t *testing.T, cs []*cpd, groups []string, tr *tracker, startupCPU []float64, cpuEach []*cpuMeter,
-	samples []sample, kr killRun, steady float64) *scaleOutResult {
+	samples []sample, steadyFrom, steadyTo float64, kr killRun, steady float64) *scaleOutResult {
 	t.Helper()
 	sc := e.sc
 	res := &scaleOutResult{CPUQuota: sc.CPUQuota, GroupLabels: sc.Props["checkpointd.metrics.group.labels"] == "true",
@@ -198,12 +202,23 @@ func (e *scenarioEnv) scaleOutResult(t *testing.T, cs []*cpd, groups []string, t
 			}
 			counts[i] = sc.Committed
 		}
+		var steadyCPU float64
+		var steadySamples int
 		for _, sm := range samples {
+			rss, cpu := sm.RSSMB, sm.CPU
 			if i < len(sm.InstanceRSSMB) {
-				in.MaxRSSMB = max(in.MaxRSSMB, sm.InstanceRSSMB[i])
-			} else if len(cs) == 1 {
-				in.MaxRSSMB = max(in.MaxRSSMB, sm.RSSMB)
+				rss, cpu = sm.InstanceRSSMB[i], sm.InstanceCPU[i]
+			} else if len(cs) > 1 {
+				continue
 			}
+			in.MaxRSSMB = max(in.MaxRSSMB, rss)
+			if sm.T >= steadyFrom && sm.T <= steadyTo && !(in.Killed && sm.T >= kr.at.Sub(kr.start).Seconds()) {
+				steadyCPU += cpu
+				steadySamples++
+			}
+		}
+		if steadySamples > 0 && steadyTo > steadyFrom {
+			in.SteadyCPU = steadyCPU / float64(steadySamples)
 		}
 		for _, v := range counts[i] {
 			in.CommittedPartitions += v
@@ -493,8 +508,8 @@ func (ph phaseResult) scaleOutSummary() string {
 		fmt.Fprintf(&b, " steady target group commits %.0f/s;", so.SteadyCommitsPerSec)
 	}
 	for _, in := range so.Instances {
-		fmt.Fprintf(&b, " %s peak RSS %d MB, CPU %.1f s to the initial sync and %.1f s after, %.0f partitions committed (%.0f %%, %s groups)",
-			in.Name, in.PeakRSSMB, in.StartupCPUSeconds, in.CPUSeconds, in.CommittedPartitions, in.Share*100, groupCount(in.Groups))
+		fmt.Fprintf(&b, " %s peak RSS %d MB, CPU %.1f s to the initial sync and %.1f s after (%.2f cores in the steady window), %.0f partitions committed (%.0f %%, %s groups)",
+			in.Name, in.PeakRSSMB, in.StartupCPUSeconds, in.CPUSeconds, in.SteadyCPU, in.CommittedPartitions, in.Share*100, groupCount(in.Groups))
 		if in.Killed {
 			b.WriteString(" [killed]")
 		}
@@ -513,8 +528,8 @@ func (ph phaseResult) scaleOutSummary() string {
 // writeScaleOut writes a scale-out scenario's per-instance table and how
 // the scaled phase compares with the single instance.
 func writeScaleOut(md *strings.Builder, sr scenarioResult) {
-	fmt.Fprintf(md, "| phase | instance | peak RSS MB | max sampled RSS MB | CPU s start+initial sync | CPU s load+drain | committed partitions | groups | share |\n")
-	fmt.Fprintf(md, "|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(md, "| phase | instance | peak RSS MB | max sampled RSS MB | CPU s start+initial sync | CPU s load+drain | CPU cores, steady window | committed partitions | groups | share |\n")
+	fmt.Fprintf(md, "|---|---|---|---|---|---|---|---|---|---|\n")
 	var one, many *phaseResult
 	for i := range sr.Phases {
 		ph := &sr.Phases[i]
@@ -531,8 +546,8 @@ func writeScaleOut(md *strings.Builder, sr scenarioResult) {
 			if in.Killed {
 				name += " (killed)"
 			}
-			fmt.Fprintf(md, "| %s | %s | %d | %d | %.1f | %.1f | %.0f | %s | %.0f %% |\n",
-				ph.label(), name, in.PeakRSSMB, in.MaxRSSMB, in.StartupCPUSeconds, in.CPUSeconds, in.CommittedPartitions, groupCount(in.Groups), in.Share*100)
+			fmt.Fprintf(md, "| %s | %s | %d | %d | %.1f | %.1f | %.2f | %.0f | %s | %.0f %% |\n",
+				ph.label(), name, in.PeakRSSMB, in.MaxRSSMB, in.StartupCPUSeconds, in.CPUSeconds, in.SteadyCPU, in.CommittedPartitions, groupCount(in.Groups), in.Share*100)
 		}
 	}
 	fmt.Fprintf(md, "\n")
