@@ -3,6 +3,7 @@
 package scale
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,9 +23,10 @@ import (
 // The scale-out scenarios run N `checkpointd run` processes with one
 // checkpointd.group.id: they share the source's __consumer_offsets
 // partitions, so each translates, keeps state for and commits the groups
-// of its partitions only. They run on a bed of their own whose brokers
-// have Kafka's stock 50 __consumer_offsets partitions: the tests' 4 would
-// split among three instances 2/1/1, so no even shares could show.
+// of its partitions only. Each phase runs on clusters of its own (see
+// runScaleOut) whose brokers have Kafka's stock 50 __consumer_offsets
+// partitions: the tests' 4 would split among three instances 2/1/1, so no
+// even shares could show.
 
 const (
 	scaleOutOffsetsPartitions = "50"
@@ -59,12 +61,14 @@ func startScaleOutBed(t *testing.T) *kafkatest.Bed {
 func instanceName(i int) string { return fmt.Sprintf("cpd%d", i) }
 
 // capCPU moves c's process into a cgroup v1 CPU group of its own whose CFS
-// quota lets it run cores of a CPU per period: every instance gets the same
-// share of the machine whatever else runs, so instance counts compare. The
-// group is removed when the test ends, after the process is stopped (a
-// group with a task cannot be removed).
+// quota lets it run cores of a CPU per period. Uncapped, one instance could
+// use the whole machine and more instances could not add capacity; capped
+// alike, N instances have N times one's CPU (a quota caps, it does not
+// reserve: on a busy machine an instance may get less). The group is
+// removed when the test ends, after the process is stopped (a group with a
+// task cannot be removed).
 func capCPU(t *testing.T, c *cpd, cores float64) error {
-	root := cmpOr(os.Getenv(cgroupEnv), defaultCgroupCPU)
+	root := cmp.Or(os.Getenv(cgroupEnv), defaultCgroupCPU)
 	dir := filepath.Join(root, kafkatest.UniqueName(t, "checkpointd-bench"))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("create a CPU cgroup (cgroup v1 cpu controller mounted at %s, writable: root; %s names another mount): %w",
@@ -100,13 +104,6 @@ func removeCgroup(dir string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return err
-}
-
-func cmpOr(v, def string) string {
-	if v != "" {
-		return v
-	}
-	return def
 }
 
 // ---- results ----------------------------------------------------------------------
@@ -514,8 +511,12 @@ func (ph phaseResult) scaleOutSummary() string {
 		fmt.Fprintf(&b, " steady target group commits %.0f/s;", so.SteadyCommitsPerSec)
 	}
 	for _, in := range so.Instances {
-		fmt.Fprintf(&b, " %s peak RSS %d MB, CPU %.1f s to the initial sync and %.1f s after (%.2f cores in the steady window), %.0f partitions committed (%.0f %%, %s groups)",
-			in.Name, in.PeakRSSMB, in.StartupCPUSeconds, in.CPUSeconds, in.SteadyCPU, in.CommittedPartitions, in.Share*100, groupCount(in.Groups))
+		steady := ""
+		if in.SteadyCPU > 0 {
+			steady = fmt.Sprintf(" (%.2f cores in the steady window)", in.SteadyCPU)
+		}
+		fmt.Fprintf(&b, " %s peak RSS %d MB, CPU %.1f s to the initial sync and %.1f s after%s, %.0f partitions committed (%.0f %%, %s groups)",
+			in.Name, in.PeakRSSMB, in.StartupCPUSeconds, in.CPUSeconds, steady, in.CommittedPartitions, in.Share*100, groupCount(in.Groups))
 		if in.Killed {
 			b.WriteString(" [killed]")
 		}
