@@ -96,7 +96,8 @@ bench-ready: jars
 
 # System benchmark: checkpointd vs MM2's MirrorCheckpointConnector in a Connect
 # worker, same clusters and load; JSON, report and plots in bench/results/.
-# CHECKPOINTD_SCALE_SCENARIOS=all (or a list) and CHECKPOINTD_SCALE_TIME=0.25 select.
+# CHECKPOINTD_SCALE_SCENARIOS=all (or a list; scaleout: the checkpointd 1 vs 3
+# instance scenarios) and CHECKPOINTD_SCALE_TIME=0.25 select.
 bench-scale: jars
 	CHECKPOINTD_SCALE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestScale$$' -v ./bench/scale/
 

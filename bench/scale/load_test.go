@@ -273,6 +273,8 @@ type tracker struct {
 	nWaiting int
 	delays   []float64 // ms, of measured pairs reached
 	doneAt   []time.Time
+	reachedG []int32     // the group of each delay
+	sentAt   []time.Time // when each delay's source commit was sent
 	// target commit records (one per partition) of our groups, and distinct
 	// (group, commit timestamp): about the OffsetCommit requests.
 	records, requests int64
@@ -291,8 +293,26 @@ func (tr *tracker) setStart(at time.Time) {
 func (tr *tracker) resetMeasured() {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	tr.delays, tr.doneAt = nil, nil
+	tr.delays, tr.doneAt, tr.reachedG, tr.sentAt = nil, nil, nil, nil
 	tr.records, tr.requests = 0, 0
+}
+
+// reachedPair is one timed (commit, partition) that reached the target.
+type reachedPair struct {
+	group         int
+	sent, reached time.Time
+}
+
+// reachedPairs returns every timed pair reached since the last
+// resetMeasured.
+func (tr *tracker) reachedPairs() []reachedPair {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	out := make([]reachedPair, len(tr.delays))
+	for i := range out {
+		out[i] = reachedPair{group: int(tr.reachedG[i]), sent: tr.sentAt[i], reached: tr.doneAt[i]}
+	}
+	return out
 }
 
 // result returns the delays (ms) and when each was reached.
@@ -375,6 +395,8 @@ func (tr *tracker) target(group string, partition int32, offset int64, at time.T
 		}
 		tr.delays = append(tr.delays, max(0, float64(at.Sub(from).Microseconds())/1000))
 		tr.doneAt = append(tr.doneAt, at)
+		tr.reachedG = append(tr.reachedG, int32(g))
+		tr.sentAt = append(tr.sentAt, from)
 	}
 	tr.waiting[i] = ws[k:]
 	tr.nWaiting -= k

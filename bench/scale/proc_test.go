@@ -266,33 +266,73 @@ func (c *cpd) probeReadyz() (stop func() (probes int, slowest time.Duration, ove
 	}
 }
 
-// readerLag sums checkpointd_reader_lag_records over the partitions of
-// topic (the commit reader: __consumer_offsets); -1 when not scraped.
-func (c *cpd) readerLag(topic string) float64 {
-	client := &http.Client{Timeout: time.Second}
+// scrape is what the harness reads from one checkpointd's /metrics.
+type scrape struct {
+	// ReaderLag sums checkpointd_reader_lag_records over the partitions of
+	// __consumer_offsets (the commit reader); -1 when absent.
+	ReaderLag float64
+	// Pending is checkpointd_target_groups_pending: target groups with
+	// checkpoints not yet committed; -1 when absent.
+	Pending float64
+	// Committed sums checkpointd_target_commits_total{reason="committed"}
+	// (target partitions committed) by group label: "" when the instance
+	// runs without checkpointd.metrics.group.labels.
+	Committed map[string]float64
+}
+
+// scrape reads c's /metrics once.
+func (c *cpd) scrape(timeout time.Duration) (scrape, error) {
+	out := scrape{ReaderLag: -1, Pending: -1, Committed: map[string]float64{}}
+	client := &http.Client{Timeout: timeout}
 	resp, err := client.Get("http://" + c.addr + "/metrics")
 	if err != nil {
-		return -1
+		return out, fmt.Errorf("scrape checkpointd at %s: %w", c.addr, err)
 	}
 	defer resp.Body.Close()
-	sum, found := 0.0, false
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "checkpointd_reader_lag_records{") || !strings.Contains(line, `topic="`+topic+`"`) {
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok || strings.HasPrefix(line, "#") {
 			continue
 		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			sum += v
-			found = true
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "checkpointd_reader_lag_records":
+			if strings.Contains(labels, `topic="__consumer_offsets"`) {
+				out.ReaderLag = max(out.ReaderLag, 0) + v
+			}
+		case "checkpointd_target_groups_pending":
+			out.Pending = max(out.Pending, 0) + v
+		case "checkpointd_target_commits_total":
+			if strings.Contains(labels, `reason="committed"`) {
+				out.Committed[labelValue(labels, "group")] += v
+			}
 		}
 	}
-	if !found {
-		return -1
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("scrape checkpointd at %s: %w", c.addr, err)
 	}
-	return sum
+	return out, nil
+}
+
+// labelValue is the value of label name in a Prometheus label list
+// (a="x",b="y"); "" when absent. Group names here need no unescaping.
+func labelValue(labels, name string) string {
+	for kv := range strings.SplitSeq(labels, ",") {
+		if v, ok := strings.CutPrefix(kv, name+`="`); ok {
+			return strings.TrimSuffix(v, `"`)
+		}
+	}
+	return ""
 }
 
 func (c *cpd) logTail(n int) string {

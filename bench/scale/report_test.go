@@ -3,6 +3,7 @@
 package scale
 
 import (
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,24 @@ import (
 var systemColor = map[string]color.Color{
 	"checkpointd": color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 	"mm2":         color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	// Scale-out phases, by phaseResult.label.
+	"checkpointd x1": color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	"checkpointd x3": color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+}
+
+// instanceColors tell a scaled phase's instances apart.
+var instanceColors = []color.Color{
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+}
+
+func phaseColor(ph phaseResult) color.Color {
+	if c, ok := systemColor[ph.label()]; ok {
+		return c
+	}
+	return systemColor[ph.System]
 }
 
 // writeResults writes scale-<time>.json, scale-<time>.md (also as REPORT.md)
@@ -66,9 +85,27 @@ func writeResults(t *testing.T, dir string, run *runResult) {
 		if sc.Kind == "broker-stop" {
 			fmt.Fprintf(&md, ", target broker stopped %s into the load for %s", sc.StopAt, sc.StopFor)
 		}
+		if sc.scaleOut() {
+			fmt.Fprintf(&md, "; checkpointd with %v instances (one group, %s __consumer_offsets partitions)", sc.instanceCounts(), scaleOutOffsetsPartitions)
+			if sc.CPUQuota > 0 {
+				fmt.Fprintf(&md, ", each in a cgroup of its own capped at %.2f cores", sc.CPUQuota)
+			}
+			if sc.Kind == "kill" {
+				fmt.Fprintf(&md, ", one SIGKILLed %s into the load", sc.KillAt)
+			}
+			if sc.SyncEvery > 0 {
+				fmt.Fprintf(&md, ", a record (and offset sync) per partition every %s", sc.SyncEvery)
+			}
+			if len(sc.Props) > 0 {
+				fmt.Fprintf(&md, ", %s", formatProps(sc.Props))
+			}
+		}
 		fmt.Fprintf(&md, ".\n\n")
 		for _, ph := range sr.Phases {
 			fmt.Fprintf(&md, "- %s\n", ph.summary())
+			if ph.ScaleOut != nil {
+				fmt.Fprintf(&md, "  - %s\n", ph.scaleOutSummary())
+			}
 			for _, ev := range ph.Events {
 				fmt.Fprintf(&md, "  - at %.0f s: %s\n", ev.T, ev.What)
 			}
@@ -77,7 +114,14 @@ func writeResults(t *testing.T, dir string, run *runResult) {
 			}
 		}
 		fmt.Fprintf(&md, "\n")
-		for _, kind := range []string{"delay", "lag", "cpu", "rss"} {
+		if sc.scaleOut() {
+			writeScaleOut(&md, sr)
+		}
+		kinds := []string{"delay", "lag", "cpu", "rss"}
+		if hasInstances(sr) {
+			kinds = append(kinds, "instance-rss", "instance-cpu")
+		}
+		for _, kind := range kinds {
 			name := fmt.Sprintf("%s-%s-%s.png", stamp, sc.Name, kind)
 			err := plotScenario(sr, kind, filepath.Join(dir, name))
 			if errors.Is(err, errNoData) {
@@ -112,7 +156,7 @@ func writeTable(md *strings.Builder, run *runResult) {
 				per1k = fmt.Sprintf("%.2f", ph.CPUPer1kCommits)
 			}
 			fmt.Fprintf(md, "| %s | %s | %s | %s (%d pairs) | %s | %s | %s | %s | %d/%d | %.2f | %.0f | %.1f | %s | %d | %.1f | %.1f | %s |\n",
-				sr.Scenario.Name, ph.System, ph.ReadyAfter, ph.InitialSynced, ph.InitialPairs, rate,
+				sr.Scenario.Name, ph.label(), ph.ReadyAfter, ph.InitialSynced, ph.InitialPairs, rate,
 				msf(ph.DelayP50), msf(ph.DelayP99), msf(ph.DelayMax), ph.Reached, ph.MissingPairs,
 				ph.CheckpointsPerCommit, ph.TargetCommitsPerSec, ph.StartupCPUSeconds, per1k, ph.MaxRSSMB, ph.BrokerCPUSeconds, ph.MaxLoadAvg, lag)
 		}
@@ -129,6 +173,7 @@ func writeIndex(t *testing.T, dir string) {
 	var md strings.Builder
 	fmt.Fprintf(&md, "# checkpointd vs MM2 MirrorCheckpointConnector: system benchmark runs\n\n")
 	fmt.Fprintf(&md, "`make bench-scale` (see bench/scale). Each run: its full report with plots, and the raw JSON. Newest first.\n\n")
+	md.WriteString(scaleOutNotes + "\n")
 	for _, path := range paths {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -210,6 +255,14 @@ func plotScenario(sr scenarioResult, kind, path string) error {
 	p.Legend.Top = true
 	drawn := false
 	for _, ph := range sr.Phases {
+		if kind == "instance-rss" || kind == "instance-cpu" {
+			ok, err := plotInstances(p, ph, kind)
+			if err != nil {
+				return err
+			}
+			drawn = drawn || ok
+			continue
+		}
 		var xys plotter.XYs
 		switch kind {
 		case "delay":
@@ -245,10 +298,10 @@ func plotScenario(sr scenarioResult, kind, path string) error {
 		if err != nil {
 			return err
 		}
-		l.Color = systemColor[ph.System]
+		l.Color = phaseColor(ph)
 		l.Width = vg.Points(1.2)
 		p.Add(l)
-		p.Legend.Add(ph.System, l)
+		p.Legend.Add(ph.label(), l)
 		// Extra lines: checkpointd's reader lag, the broker's CPU.
 		var extra plotter.XYs
 		for _, s := range ph.Samples {
@@ -264,12 +317,12 @@ func plotScenario(sr scenarioResult, kind, path string) error {
 			if err != nil {
 				return err
 			}
-			el.Color = systemColor[ph.System]
+			el.Color = phaseColor(ph)
 			el.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			p.Add(el)
-			label := ph.System + ": reader lag (records)"
+			label := ph.label() + ": reader lag (records)"
 			if kind == "cpu" {
-				label = "target broker during " + ph.System
+				label = "target broker during " + ph.label()
 			}
 			p.Legend.Add(label, el)
 		}
@@ -292,7 +345,13 @@ func plotScenario(sr scenarioResult, kind, path string) error {
 		p.Y.Label.Text = "CPU (cores)"
 	case "rss":
 		p.X.Label.Text = "seconds since the system started"
-		p.Y.Label.Text = "RSS (MB)"
+		p.Y.Label.Text = "RSS (MB, all instances)"
+	case "instance-rss":
+		p.X.Label.Text = "seconds since the system started"
+		p.Y.Label.Text = "RSS per instance (MB)"
+	case "instance-cpu":
+		p.X.Label.Text = "seconds since the system started"
+		p.Y.Label.Text = "CPU per instance (cores)"
 	}
 	return p.Save(16*vg.Centimeter, 9*vg.Centimeter, path)
 }
@@ -306,3 +365,60 @@ func formatProps(props map[string]string) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// plotInstances adds a line per instance of a phase: its RSS or CPU, one
+// instance per colour; a single-instance phase is its total, dashed.
+func plotInstances(p *plot.Plot, ph phaseResult, kind string) (bool, error) {
+	n := 0
+	if len(ph.Samples) > 0 {
+		n = len(ph.Samples[0].InstanceRSSMB)
+	}
+	if n == 0 {
+		if ph.Instances != 1 {
+			return false, nil
+		}
+		n = 1
+	}
+	drawn := false
+	for i := range n {
+		var xys plotter.XYs
+		for _, s := range ph.Samples {
+			y := float64(s.RSSMB)
+			if kind == "instance-cpu" {
+				y = s.CPU
+			}
+			if len(s.InstanceRSSMB) > i {
+				y = float64(s.InstanceRSSMB[i])
+				if kind == "instance-cpu" {
+					y = s.InstanceCPU[i]
+				}
+			}
+			xys = append(xys, plotter.XY{X: s.T, Y: y})
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return false, err
+		}
+		l.Width = vg.Points(1.2)
+		label := fmt.Sprintf("%s: %s", ph.label(), instanceName(i))
+		if len(ph.Samples[0].InstanceRSSMB) == 0 {
+			l.Color = phaseColor(ph)
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			label = ph.label()
+		} else {
+			l.Color = instanceColors[i%len(instanceColors)]
+		}
+		p.Add(l)
+		p.Legend.Add(label, l)
+		drawn = true
+	}
+	return drawn, nil
+}
+
+// scaleOutNotes describe the scale-out scenarios in REPORT.md.
+//
+//go:embed scaleout_notes.md
+var scaleOutNotes string

@@ -11,14 +11,19 @@ import (
 
 // sample is one second of a phase.
 type sample struct {
-	T           float64 `json:"t"`            // seconds since the system was started
-	CPU         float64 `json:"cpu"`          // the system's CPU, cores (1 = one core busy)
-	RSSMB       int64   `json:"rss_mb"`       // the system's resident memory
-	BrokerCPU   float64 `json:"broker_cpu"`   // the target broker JVM's CPU, cores
-	LoadAvg1    float64 `json:"loadavg1"`     // the machine's 1-minute load average
-	ReaderLag   float64 `json:"reader_lag"`   // checkpointd: __consumer_offsets reader lag, records; -1 for MM2
-	Backlog     int     `json:"backlog"`      // timed (commit, partition)s not yet on the target
-	TargetRecPS float64 `json:"target_rec_s"` // target commit records of the phase's groups per second
+	T           float64 `json:"t"`              // seconds since the system was started
+	CPU         float64 `json:"cpu"`            // the system's CPU, cores (1 = one core busy); summed over instances
+	RSSMB       int64   `json:"rss_mb"`         // the system's resident memory; summed over instances
+	BrokerCPU   float64 `json:"broker_cpu"`     // the target broker JVM's CPU, cores
+	LoadAvg1    float64 `json:"loadavg1"`       // the machine's 1-minute load average
+	ReaderLag   float64 `json:"reader_lag"`     // checkpointd: __consumer_offsets reader lag, records; -1 for MM2
+	Pending     float64 `json:"groups_pending"` // checkpointd: target groups waiting for a commit; -1 when not read
+	Backlog     int     `json:"backlog"`        // timed (commit, partition)s not yet on the target
+	TargetRecPS float64 `json:"target_rec_s"`   // target commit records of the phase's groups per second
+	// Per checkpointd instance, in start order, when a phase runs several
+	// (0 once an instance is gone).
+	InstanceCPU   []float64 `json:"instance_cpu,omitempty"`
+	InstanceRSSMB []int64   `json:"instance_rss_mb,omitempty"`
 }
 
 type sampler struct {
@@ -38,7 +43,11 @@ type event struct {
 // read from its /metrics.
 const lagScrapeEvery = 5
 
-func startSampler(start time.Time, pid int, brokerPid func() int, tr *tracker, c *cpd) *sampler {
+// startSampler samples the processes pids (the system: one, or several
+// checkpointd instances) every second. cs are the checkpointd instances
+// whose /metrics it reads every lagScrapeEvery samples; none for MM2, or
+// when scraping would weigh on what is measured (per-group labels).
+func startSampler(start time.Time, pids []int, brokerPid func() int, tr *tracker, cs []*cpd) *sampler {
 	s := &sampler{start: start}
 	quit := make(chan struct{})
 	done := make(chan struct{})
@@ -47,7 +56,10 @@ func startSampler(start time.Time, pid int, brokerPid func() int, tr *tracker, c
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		lastT := time.Now()
-		lastCPU, _ := cpuSeconds(pid)
+		lastCPU := make([]float64, len(pids))
+		for i, pid := range pids {
+			lastCPU[i], _ = cpuSeconds(pid)
+		}
 		bp := brokerPid()
 		lastB, _ := cpuSeconds(bp)
 		lastRec, _ := tr.counts()
@@ -60,10 +72,22 @@ func startSampler(start time.Time, pid int, brokerPid func() int, tr *tracker, c
 			}
 			now := time.Now()
 			dt := now.Sub(lastT).Seconds()
-			sm := sample{T: now.Sub(start).Seconds(), RSSMB: statusKB(pid, "VmRSS") / 1024, LoadAvg1: loadAvg1(), ReaderLag: -1, Backlog: tr.backlog()}
-			if cs, err := cpuSeconds(pid); err == nil {
-				sm.CPU = (cs - lastCPU) / dt
-				lastCPU = cs
+			sm := sample{T: now.Sub(start).Seconds(), LoadAvg1: loadAvg1(), ReaderLag: -1, Pending: -1, Backlog: tr.backlog()}
+			if len(pids) > 1 {
+				sm.InstanceCPU, sm.InstanceRSSMB = make([]float64, len(pids)), make([]int64, len(pids))
+			}
+			for i, pid := range pids {
+				rss := max(0, statusKB(pid, "VmRSS")/1024)
+				var cpu float64
+				if cs, err := cpuSeconds(pid); err == nil {
+					cpu = max(0, (cs-lastCPU[i])/dt)
+					lastCPU[i] = cs
+				}
+				sm.RSSMB += rss
+				sm.CPU += cpu
+				if sm.InstanceRSSMB != nil {
+					sm.InstanceRSSMB[i], sm.InstanceCPU[i] = rss, cpu
+				}
 			}
 			if nb := brokerPid(); nb != bp {
 				// A restarted broker: its start-up CPU counts in the phase's
@@ -86,8 +110,20 @@ func startSampler(start time.Time, pid int, brokerPid func() int, tr *tracker, c
 			// its CPU at 100 groups when done each second), which no other
 			// system in the comparison pays, and Prometheus scrapes every
 			// 15 s to 1 min.
-			if c != nil && n%lagScrapeEvery == 0 {
-				sm.ReaderLag = c.readerLag("__consumer_offsets")
+			if n%lagScrapeEvery == 0 {
+				for _, c := range cs {
+					if c.exited() {
+						continue
+					}
+					if sc, err := c.scrape(time.Second); err == nil {
+						if sc.ReaderLag >= 0 {
+							sm.ReaderLag = max(sm.ReaderLag, 0) + sc.ReaderLag
+						}
+						if sc.Pending >= 0 {
+							sm.Pending = max(sm.Pending, 0) + sc.Pending
+						}
+					}
+				}
 			}
 			n++
 			lastT = now
@@ -146,9 +182,10 @@ type loadResult struct {
 
 type phaseResult struct {
 	System         string `json:"system"`
-	ReadyAfter     dur    `json:"ready_after"`    // process start to ready (/readyz, or task RUNNING)
-	InitialPairs   int    `json:"initial_pairs"`  // (group, partition)s committed before the start
-	InitialSynced  dur    `json:"initial_synced"` // start to every one of them on the target; "-" if not
+	Instances      int    `json:"instances,omitempty"` // scale-out phases: checkpointd instances sharing the work
+	ReadyAfter     dur    `json:"ready_after"`         // process start to ready (/readyz, or task RUNNING)
+	InitialPairs   int    `json:"initial_pairs"`       // (group, partition)s committed before the start
+	InitialSynced  dur    `json:"initial_synced"`      // start to every one of them on the target; "-" if not
 	InitialMissing int    `json:"initial_missing"`
 	LoadStartAt    dur    `json:"load_start_at"`             // since the start, in the samples' time
 	RecoveredAfter dur    `json:"recovered_after,omitempty"` // broker-stop: target serving again -> no timed pair waiting
@@ -174,8 +211,8 @@ type phaseResult struct {
 	CPUSeconds        float64 `json:"cpu_s"`         // the load and drain window
 	CPUPer1kCommits   float64 `json:"cpu_s_per_1k_commits"`
 	BrokerCPUSeconds  float64 `json:"target_broker_cpu_s"`
-	MaxRSSMB          int64   `json:"max_rss_mb"`
-	PeakRSSMB         int64   `json:"peak_rss_mb"` // VmHWM
+	MaxRSSMB          int64   `json:"max_rss_mb"`  // of the samples: summed over instances
+	PeakRSSMB         int64   `json:"peak_rss_mb"` // VmHWM; of the largest instance
 	Threads           int     `json:"threads"`
 	MaxLoadAvg        float64 `json:"max_loadavg1"`
 	MaxReaderLag      float64 `json:"max_reader_lag"`
@@ -185,6 +222,8 @@ type phaseResult struct {
 	ReadyzProbes int `json:"readyz_probes,omitempty"`
 	ReadyzMaxMS  int `json:"readyz_max_ms,omitempty"`
 	ReadyzSlow   int `json:"readyz_over_1s,omitempty"`
+
+	ScaleOut *scaleOutResult `json:"scale_out,omitempty"`
 
 	Samples []sample `json:"samples"`
 	Events  []event  `json:"events,omitempty"`
@@ -243,7 +282,7 @@ func (ph phaseResult) summary() string {
 	}
 	return fmt.Sprintf("%s: ready %s, initial %d pairs in %s; load %.0f/%.0f commits/s (%d commits, %d timed pairs, %d reached, %d missing); "+
 		"delay p50 %s p99 %s max %s; CPU to the initial sync %.1f s; checkpoints %d (%.2f per commit); target commits %.0f/s; CPU %.1f s (%.2f s per 1k commits), RSS max %d MB; broker CPU %.1f s; load avg max %.1f; reader lag max %s%s",
-		ph.System, ph.ReadyAfter, ph.InitialPairs, ph.InitialSynced, ph.Load.Achieved, ph.Load.Asked, ph.Load.Commits, ph.Load.Measured, ph.Reached, ph.MissingPairs,
+		ph.label(), ph.ReadyAfter, ph.InitialPairs, ph.InitialSynced, ph.Load.Achieved, ph.Load.Asked, ph.Load.Commits, ph.Load.Measured, ph.Reached, ph.MissingPairs,
 		msf(ph.DelayP50), msf(ph.DelayP99), msf(ph.DelayMax), ph.StartupCPUSeconds, ph.CheckpointRecords, ph.CheckpointsPerCommit, ph.TargetCommitsPerSec,
 		ph.CPUSeconds, ph.CPUPer1kCommits, ph.MaxRSSMB, ph.BrokerCPUSeconds, ph.MaxLoadAvg, ph.lag(), rec)
 }

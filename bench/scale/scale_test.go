@@ -49,6 +49,36 @@ type scenario struct {
 	StopAt     dur     `json:"stop_at,omitempty"`
 	StopFor    dur     `json:"stop_for,omitempty"`
 	Heavy      bool    `json:"heavy"` // not in the default run
+
+	// Scale-out, checkpointd only: with Instances > 1 the load runs with one
+	// instance, then with Instances sharing it (kind kill: with Instances
+	// only), each CPU-capped at CPUQuota cores when set.
+	Instances int               `json:"instances,omitempty"`
+	CPUQuota  float64           `json:"cpu_quota,omitempty"`  // cores per checkpointd process (cgroup v1 CFS quota); 0: no cap
+	KillAt    dur               `json:"kill_at,omitempty"`    // kind kill: SIGKILL of one instance this far into the load
+	SyncEvery dur               `json:"sync_every,omitempty"` // the producer's round; 0: syncRound
+	Props     map[string]string `json:"props,omitempty"`      // checkpointd properties of this scenario
+}
+
+// scaleOut says whether the scenario compares checkpointd instance counts
+// (each phase on clusters of its own) rather than systems.
+func (sc scenario) scaleOut() bool { return sc.Instances > 1 }
+
+// instanceCounts are the phases of a scale-out scenario: how many
+// checkpointd instances each runs.
+func (sc scenario) instanceCounts() []int {
+	if sc.Kind == "kill" {
+		return []int{sc.Instances}
+	}
+	return []int{1, sc.Instances}
+}
+
+// round is how often the producer writes a record to every partition.
+func (sc scenario) round() time.Duration {
+	if sc.SyncEvery > 0 {
+		return time.Duration(sc.SyncEvery)
+	}
+	return syncRound
 }
 
 const restartedEvent = "target broker: serving again"
@@ -82,6 +112,23 @@ var scenarios = []scenario{
 	{Name: "first-start-1k-100p", Kind: "first-start", Groups: 1000, Partitions: 100},
 	{Name: "broker-stop", Kind: "broker-stop", Groups: 1000, Partitions: 4, Rate: 500, Load: dur(90 * time.Second),
 		StopAt: dur(20 * time.Second), StopFor: dur(30 * time.Second)},
+
+	// Scale-out (see scaleout_test.go): not in the default run; "scaleout"
+	// selects these three.
+	{Name: "scaleout-first-start-1k-100p", Kind: "first-start", Groups: 1000, Partitions: 100, Instances: 3},
+	// Every group commits once a second at a new translation (1 s rounds),
+	// so up to 2,000 target group commits/s are due, at a rate the
+	// generator reaches (the report has the achieved rate); 8 partitions
+	// a group make each commit cost enough that three quarter-core
+	// instances stay below that.
+	{Name: "scaleout-throughput", Kind: "steady", Groups: 2000, Partitions: 8, Rate: 2000, Load: dur(60 * time.Second),
+		Instances: 3, CPUQuota: 0.25, SyncEvery: dur(time.Second)},
+	// 1 s rounds and a commit per group a second: a group's next target
+	// commit is due within a second at any time, so a pause shows as a
+	// delay. Group labels tell which instance commits which group.
+	{Name: "scaleout-kill", Kind: "kill", Groups: 1000, Partitions: 4, Rate: 1000, Load: dur(60 * time.Second),
+		KillAt: dur(30 * time.Second), Instances: 3, SyncEvery: dur(time.Second),
+		Props: map[string]string{"checkpointd.commit.lease.session.timeout.ms": "3000", "checkpointd.metrics.group.labels": "true"}},
 }
 
 // TestScale runs the selected scenarios; each runs checkpointd, then MM2's
@@ -121,9 +168,12 @@ func TestScale(t *testing.T) {
 		outDir = v
 	}
 	began := time.Now()
-	bed := kafkatest.Shared(t)
+	var bed *kafkatest.Bed
+	if slices.ContainsFunc(selected, func(sc scenario) bool { return !sc.scaleOut() }) {
+		bed = kafkatest.Shared(t)
+		precreateCheckpoints(t, bed)
+	}
 	bin := buildCheckpointd(t, root, t.TempDir())
-	precreateCheckpoints(t, bed)
 
 	run := &runResult{
 		Started: began.UTC(), Kafka: kafkatest.KafkaVersion, Go: runtime.Version(), CPUs: runtime.NumCPU(),
@@ -141,8 +191,22 @@ func TestScale(t *testing.T) {
 			sc.StopAt = dur(max(5*time.Second, time.Duration(float64(sc.StopAt)*factor)))
 			sc.Load = dur(max(time.Duration(sc.Load), time.Duration(sc.StopAt+sc.StopFor)+30*time.Second))
 		}
+		if sc.Kind == "kill" {
+			// A spell before the kill tells who owns what; one after it
+			// checks the hand-over left every group one committer.
+			sc.KillAt = dur(max(15*time.Second, time.Duration(float64(sc.KillAt)*factor)))
+			sc.Load = dur(max(time.Duration(sc.Load), time.Duration(sc.KillAt)+25*time.Second))
+		}
 		t.Run(sc.Name, func(t *testing.T) {
-			res := runScenario(t, bed, bin, sc, systems)
+			var res scenarioResult
+			if sc.scaleOut() {
+				if !slices.Contains(systems, "checkpointd") {
+					t.Skipf("a scale-out scenario runs checkpointd only, and %s leaves it out", systemsEnv)
+				}
+				res = runScaleOut(t, bin, sc)
+			} else {
+				res = runScenario(t, bed, bin, sc, systems)
+			}
 			run.Scenarios = append(run.Scenarios, res)
 		})
 	}
@@ -156,12 +220,18 @@ func selectScenarios(t *testing.T) []scenario {
 	switch v {
 	case "", "default":
 		for _, s := range scenarios {
-			if !s.Heavy {
+			if !s.Heavy && !s.scaleOut() {
 				out = append(out, s)
 			}
 		}
 	case "all":
 		out = slices.Clone(scenarios)
+	case "scaleout":
+		for _, s := range scenarios {
+			if s.scaleOut() {
+				out = append(out, s)
+			}
+		}
 	default:
 		for name := range strings.SplitSeq(v, ",") {
 			i := slices.IndexFunc(scenarios, func(s scenario) bool { return s.Name == strings.TrimSpace(name) })
@@ -192,7 +262,43 @@ type scenarioEnv struct {
 
 func runScenario(t *testing.T, bed *kafkatest.Bed, bin string, sc scenario, systems []string) scenarioResult {
 	res := scenarioResult{Scenario: sc}
-	e := &scenarioEnv{bed: bed, bin: bin, sc: sc, topic: kafkatest.UniqueName(t, "scale")}
+	e, stop := newScenarioEnv(t, bed, bin, sc)
+	defer stop()
+	for _, sys := range systems {
+		t.Run(sys, func(t *testing.T) {
+			ph := e.runPhase(t, sys, 1)
+			t.Logf("%s", ph.summary())
+			res.Phases = append(res.Phases, ph)
+		})
+	}
+	return res
+}
+
+// runScaleOut runs a scale-out scenario: checkpointd only (MM2 cannot share
+// a group's work between workers like this), each instance count on fresh
+// clusters. On shared ones the later phase's instances would first replay
+// the earlier phases' commits from __consumer_offsets, which they read
+// from its start.
+func runScaleOut(t *testing.T, bin string, sc scenario) scenarioResult {
+	res := scenarioResult{Scenario: sc}
+	for _, n := range sc.instanceCounts() {
+		t.Run(fmt.Sprintf("checkpointd-x%d", n), func(t *testing.T) {
+			e, stop := newScenarioEnv(t, startScaleOutBed(t), bin, sc)
+			defer stop()
+			ph := e.runPhase(t, "checkpointd", n)
+			t.Logf("%s", ph.summary())
+			t.Logf("%s", ph.scaleOutSummary())
+			res.Phases = append(res.Phases, ph)
+		})
+	}
+	return res
+}
+
+// newScenarioEnv sets up what a scenario's phases share on bed: the topic,
+// MM2's source connector writing offset syncs, the records, the committer.
+// stop stops them.
+func newScenarioEnv(t *testing.T, bed *kafkatest.Bed, bin string, sc scenario) (e *scenarioEnv, stop func()) {
+	e = &scenarioEnv{bed: bed, bin: bin, sc: sc, topic: kafkatest.UniqueName(t, "scale")}
 	e.remote = bed.RemoteTopic(e.topic)
 	bed.Source.CreateTopic(t, e.topic, int32(sc.Partitions), nil)
 	lagMax := int64(0)
@@ -209,7 +315,7 @@ func runScenario(t *testing.T, bed *kafkatest.Bed, bin string, sc scenario, syst
 	e.cm = newCommitter(t, bed.Source, 32)
 	// One record per partition per round: a new offset sync per partition
 	// every round; each (group, partition) is timed once per round.
-	e.prod = startProducer(t, bed.Source, e.topic, sc.Partitions, syncRound)
+	e.prod = startProducer(t, bed.Source, e.topic, sc.Partitions, sc.round())
 	// A few rounds, so that the topic and its syncs have some history. MM2
 	// sends at most 10 offset syncs at a time and the rest at its next offset
 	// flush (1 s), so with many partitions the syncs of a round trail it by
@@ -219,25 +325,23 @@ func runScenario(t *testing.T, bed *kafkatest.Bed, bin string, sc scenario, syst
 		// The state is fixed before the systems start.
 		e.prod.stop()
 	}
-	for _, sys := range systems {
-		t.Run(sys, func(t *testing.T) {
-			ph := e.runPhase(t, sys)
-			t.Logf("%s", ph.summary())
-			res.Phases = append(res.Phases, ph)
-		})
+	return e, func() {
+		e.prod.stop()
+		e.syncs.stop()
+		if err := mm2.Stop(); err != nil {
+			t.Errorf("stop mm2: %v", err)
+		}
 	}
-	e.prod.stop()
-	e.syncs.stop()
-	if err := mm2.Stop(); err != nil {
-		t.Errorf("stop mm2: %v", err)
-	}
-	return res
 }
 
-// runPhase runs one system through the scenario and measures it.
-func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
+// runPhase runs one system through the scenario and measures it; n is how
+// many checkpointd instances share the work (1 for MM2).
+func (e *scenarioEnv) runPhase(t *testing.T, sys string, n int) phaseResult {
 	bed, sc := e.bed, e.sc
 	ph := phaseResult{System: sys}
+	if sc.scaleOut() {
+		ph.Instances = n
+	}
 	prefix := kafkatest.UniqueName(t, "g")
 	groups := groupNames(prefix, sc.Groups)
 	tr := newTracker(groups, sc.Partitions, e.remote)
@@ -275,14 +379,15 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 	brokerPid.Store(int64(bed.Target.Pid()))
 	startAt := time.Now()
 	tr.setStart(startAt)
-	var pid int
-	var c *cpd
+	var pids []int
+	var cs []*cpd // checkpointd's instances
 	var conn *kafkatest.MM2
 	var stopProbe func() (int, time.Duration, int)
+	var kr killRun
+	var steadyCommitsPerSec float64
 	switch sys {
 	case "checkpointd":
-		dir := t.TempDir()
-		c = startCheckpointd(t, e.bin, dir, map[string]string{
+		props := map[string]string{
 			"source.cluster.alias":                 bed.Source.Alias,
 			"target.cluster.alias":                 bed.Target.Alias,
 			"source.cluster.bootstrap.servers":     bed.Source.Bootstrap,
@@ -296,27 +401,51 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 			"checkpointd.commit.source":            "offsets-log",
 			"checkpointd.metrics.group.labels":     "false",
 			"checkpointd.log.level":                "warn",
-		}, extraProps(t))
-		pid = c.pid()
-		stopProbe = c.probeReadyz()
-		if err := c.waitReady(3 * time.Minute); err != nil {
-			t.Fatal(err)
+		}
+		maps.Copy(props, sc.Props)
+		// Started back to back, so that they join the group together.
+		for range n {
+			c := startCheckpointd(t, e.bin, t.TempDir(), maps.Clone(props), extraProps(t))
+			if sc.CPUQuota > 0 {
+				if err := capCPU(t, c, sc.CPUQuota); err != nil {
+					t.Fatalf("cap checkpointd's CPU at %.2f cores: %v", sc.CPUQuota, err)
+				}
+			}
+			cs = append(cs, c)
+			pids = append(pids, c.pid())
+		}
+		if n == 1 {
+			stopProbe = cs[0].probeReadyz()
+		}
+		for _, c := range cs {
+			if err := c.waitReady(3 * time.Minute); err != nil {
+				t.Fatal(err)
+			}
 		}
 	case "mm2":
 		conn = bed.StartCheckpointConnector(t, kafkatest.CheckpointConnectorOptions{
 			Groups: regexFor(prefix), CheckpointInterval: time.Second, SyncGroupOffsetsInterval: time.Second,
 		})
-		pid = conn.Pid()
+		pids = []int{conn.Pid()}
 	}
+	pid := pids[0]
 	ph.ReadyAfter = dur(time.Since(startAt))
 	t.Logf("%s ready in %s", sys, ph.ReadyAfter)
 
-	s := startSampler(startAt, pid, func() int { return int(brokerPid.Load()) }, tr, c)
+	scraped := cs
+	if sc.Props["checkpointd.metrics.group.labels"] == "true" {
+		// Per-(group, partition) histograms make a scrape tens of MB: the
+		// sampler's every 5 s would weigh on what is measured.
+		scraped = nil
+	}
+	s := startSampler(startAt, pids, func() int { return int(brokerPid.Load()) }, tr, scraped)
 	// The initial sync: every (group, partition) reached on the target.
 	bound := 3 * time.Minute
 	for tr.backlog() > 0 && time.Since(startAt) < bound {
-		if c != nil && c.exited() {
-			t.Fatalf("checkpointd exited:\n%s", c.logTail(30))
+		for _, c := range cs {
+			if c.exited() {
+				t.Fatalf("checkpointd exited:\n%s", c.logTail(30))
+			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -334,14 +463,37 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 	if sc.Kind != "first-start" {
 		e.prod.resume()
 	}
-	ph.StartupCPUSeconds, _ = cpuSeconds(pid)
-	cpuSys, cpuBroker := newCPUMeter(pid), newCPUMeter(int(brokerPid.Load()))
+	startupCPU := make([]float64, len(pids))
+	for i, p := range pids {
+		startupCPU[i], _ = cpuSeconds(p)
+		ph.StartupCPUSeconds += startupCPU[i]
+	}
+	cpuSys, cpuBroker := newCPUMeter(pids...), newCPUMeter(int(brokerPid.Load()))
+	cpuEach := make([]*cpuMeter, len(pids))
+	for i, p := range pids {
+		cpuEach[i] = newCPUMeter(p)
+	}
 	loadStart := time.Now()
 	ph.LoadStartAt = dur(loadStart.Sub(startAt))
 	readCPU := func() {
-		cpuSys.read(pid)
+		for i, p := range pids {
+			cpuSys.read(p)
+			cpuEach[i].read(p)
+		}
 		cpuBroker.read(int(brokerPid.Load()))
 	}
+	// The steady rate of target group commits: from a quarter into the
+	// load, past the start's catching up, to its end.
+	type mark struct {
+		requests int64
+		at       time.Time
+	}
+	warm := make(chan mark, 1)
+	warmTimer := time.AfterFunc(time.Duration(sc.Load)/4, func() {
+		_, req := tr.counts()
+		warm <- mark{req, time.Now()}
+	})
+	defer warmTimer.Stop()
 	if sc.Kind != "first-start" {
 		var stopped chan error
 		if sc.Kind == "broker-stop" {
@@ -363,11 +515,33 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 				stopped <- err
 			}()
 		}
+		var killed chan killRun
+		if sc.Kind == "kill" {
+			killed = make(chan killRun, 1)
+			go func() {
+				killed <- e.killOne(cs, groups, s, loadStart, func(victim int) {
+					cpuSys.read(pids[victim])
+					cpuEach[victim].read(pids[victim])
+				})
+			}()
+		}
 		ph.Load = e.generate(t, groups, last, tr, loadStart)
 		if stopped != nil {
 			if err := <-stopped; err != nil {
 				t.Fatalf("broker stop/restart: %v", err)
 			}
+		}
+		if killed != nil {
+			kr = <-killed
+			if kr.err != nil {
+				t.Fatalf("kill an instance: %v", kr.err)
+			}
+		}
+		select {
+		case w := <-warm:
+			_, req := tr.counts()
+			steadyCommitsPerSec = float64(req-w.requests) / time.Since(w.at).Seconds()
+		default:
 		}
 	}
 	loadEnd := time.Now()
@@ -390,6 +564,15 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 	ph.Window = dur(time.Since(loadStart))
 	ph.PeakRSSMB = statusKB(pid, "VmHWM") / 1024
 	ph.Threads = int(statusKB(pid, "Threads"))
+	if sc.scaleOut() {
+		ph.ScaleOut = e.scaleOutResult(t, cs, groups, tr, startupCPU, cpuEach, samples,
+			(time.Duration(ph.LoadStartAt) + time.Duration(sc.Load)/4).Seconds(), (time.Duration(ph.LoadStartAt) + time.Duration(sc.Load)).Seconds(),
+			kr, steadyCommitsPerSec)
+		ph.PeakRSSMB = 0
+		for _, in := range ph.ScaleOut.Instances {
+			ph.PeakRSSMB = max(ph.PeakRSSMB, in.PeakRSSMB)
+		}
+	}
 	for _, sm := range samples {
 		ph.MaxRSSMB = max(ph.MaxRSSMB, sm.RSSMB)
 		ph.MaxLoadAvg = max(ph.MaxLoadAvg, sm.LoadAvg1)
@@ -408,13 +591,25 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string) phaseResult {
 	}
 	ph.TargetCommitsPerSec = float64(ph.TargetRequests) / ph.Window.Seconds()
 	ph.Lowered = tr.lowered
-	if c != nil {
-		var slowest time.Duration
-		ph.ReadyzProbes, slowest, ph.ReadyzSlow = stopProbe()
-		ph.ReadyzMaxMS = int(slowest.Milliseconds())
-		c.saveMetrics()
-		ph.LogTail = problems(c.logTail(400))
-		c.stop()
+	if sc.scaleOut() && ph.Lowered > 0 {
+		t.Errorf("%d target group offsets were lowered", ph.Lowered)
+	}
+	if cs != nil {
+		if stopProbe != nil {
+			var slowest time.Duration
+			ph.ReadyzProbes, slowest, ph.ReadyzSlow = stopProbe()
+			ph.ReadyzMaxMS = int(slowest.Milliseconds())
+		}
+		for i, c := range cs {
+			c.saveMetrics()
+			for _, l := range problems(c.logTail(400)) {
+				if len(cs) > 1 {
+					l = instanceName(i) + ": " + l
+				}
+				ph.LogTail = append(ph.LogTail, l)
+			}
+			c.stop()
+		}
 	} else {
 		ph.LogTail = problems(conn.LogTail(1 << 20))
 		if err := conn.Stop(); err != nil {

@@ -42,6 +42,9 @@ type BedOptions struct {
 	// that group coordinators and partition leaders are spread out and one
 	// node may be stopped (Cluster.StopNode).
 	TargetBrokers int
+	// ServerProps are broker properties over the defaults, for both
+	// clusters (e.g. more __consumer_offsets partitions than the tests' 4).
+	ServerProps map[string]string
 }
 
 const dirPrefix = "kafkatest-"
@@ -93,9 +96,13 @@ func StartBed(ctx context.Context, opts BedOptions) (*Bed, error) {
 	register(b)
 	var wg sync.WaitGroup
 	var srcErr, tgtErr error
-	wg.Go(func() { b.Source, srcErr = startCluster(ctx, lib, opts.SourceAlias, dir) })
+	var props func([]int) map[string]string
+	if len(opts.ServerProps) > 0 {
+		props = func([]int) map[string]string { return opts.ServerProps }
+	}
+	wg.Go(func() { b.Source, srcErr = startClusterSpec(ctx, lib, opts.SourceAlias, dir, clusterSpec{props: props}) })
 	wg.Go(func() {
-		b.Target, tgtErr = startClusterSpec(ctx, lib, opts.TargetAlias, dir, clusterSpec{nodes: opts.TargetBrokers})
+		b.Target, tgtErr = startClusterSpec(ctx, lib, opts.TargetAlias, dir, clusterSpec{nodes: opts.TargetBrokers, props: props})
 	})
 	wg.Wait()
 	b.ReadyIn = time.Since(start)

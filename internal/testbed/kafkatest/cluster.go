@@ -96,6 +96,9 @@ type clusterSpec struct {
 	jvmFlags   []string
 }
 
+// startClusterSpec formats and starts one cluster and waits until it is
+// ready, retrying with fresh ports and a fresh dir when a port was taken
+// meanwhile.
 func startClusterSpec(ctx context.Context, lib, alias, parent string, spec clusterSpec) (*Cluster, error) {
 	spec.nodes = max(spec.nodes, 1)
 	if spec.nodes > 1 && (spec.extraPorts > 0 || spec.props != nil || len(spec.formatArgs) > 0) {
