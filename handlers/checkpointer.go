@@ -395,7 +395,7 @@ func (c *Checkpointer) RunRestore(ctx context.Context) error {
 // reports whether the read succeeded.
 func (c *Checkpointer) restoreOnce(ctx context.Context) bool {
 	c.mu.Lock()
-	want := c.restores.waiting()
+	want := c.restores.take()
 	c.mu.Unlock()
 	if len(want) == 0 {
 		return true
@@ -415,6 +415,9 @@ func (c *Checkpointer) restoreOnce(ctx context.Context) bool {
 			c.cfg.Logger.Error("restoring the checkpoints of newly owned shards failed; their groups wait",
 				"shards", len(want), "retry_in", c.cfg.RestoreRetry, "error", err)
 		}
+		c.mu.Lock()
+		c.restores.release(want)
+		c.mu.Unlock()
 		return false
 	}
 	c.mu.Lock()

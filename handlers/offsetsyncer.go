@@ -446,7 +446,7 @@ const minRestoreRead = 30 * time.Second
 // whether the reads succeeded.
 func (s *OffsetSyncer) restoreOnce(ctx context.Context) bool {
 	s.mu.Lock()
-	want := s.restores.waiting()
+	want := s.restores.take()
 	s.mu.Unlock()
 	if len(want) == 0 {
 		return true
@@ -477,6 +477,11 @@ func (s *OffsetSyncer) restoreOnce(ctx context.Context) bool {
 		})
 	}
 	wg.Wait()
+	if readErr != nil || logErr != nil {
+		s.mu.Lock()
+		s.restores.release(want)
+		s.mu.Unlock()
+	}
 	if readErr != nil {
 		if ctx.Err() == nil {
 			s.cfg.Logger.Error("restoring the checkpoints of newly owned shards failed; their groups wait",

@@ -125,8 +125,9 @@ type Fence interface {
 // the read that restores it: the offsets of the records the live tail
 // applied meanwhile, which the restore must not overwrite with older ones.
 type restoring struct {
-	epoch uint64
-	seen  map[groupPartition]int64
+	epoch   uint64
+	seen    map[groupPartition]int64
+	reading bool // a restore read for it is under way
 }
 
 // restoreSet is the shards a stage is restoring.
@@ -136,13 +137,26 @@ func (r restoreSet) start(p int32, epoch uint64) {
 	r[p] = &restoring{epoch: epoch, seen: make(map[groupPartition]int64)}
 }
 
-// waiting returns the shards waiting and the epoch of each.
-func (r restoreSet) waiting() map[int32]uint64 {
+// take returns the shards waiting that no read covers yet, with the epoch
+// of each, and marks them as being read.
+func (r restoreSet) take() map[int32]uint64 {
 	out := make(map[int32]uint64, len(r))
 	for p, st := range r {
-		out[p] = st.epoch
+		if !st.reading {
+			st.reading = true
+			out[p] = st.epoch
+		}
 	}
 	return out
+}
+
+// release makes the shards of a read that failed wait for the next one.
+func (r restoreSet) release(read map[int32]uint64) {
+	for p, epoch := range read {
+		if st := r[p]; st != nil && st.epoch == epoch {
+			st.reading = false
+		}
+	}
 }
 
 // current reports whether shard p still waits under epoch, and whether the
@@ -157,27 +171,33 @@ func (r restoreSet) current(p int32, epoch uint64, key groupPartition, offset in
 	return true, !ok || seen < offset
 }
 
-// runRestores calls restore each time wake fires, and again after retry
-// when it reports failure, until ctx ends.
+// runRestores starts restore each time wake fires, without waiting for
+// the reads under way (a rebalance may assign shards in several steps, and
+// a read of a large topic takes seconds), and again after retry when one
+// reports failure, until ctx ends; it returns when every read has.
 func runRestores(ctx context.Context, wake chan struct{}, retry time.Duration, restore func(context.Context) bool) {
+	var reads sync.WaitGroup
+	defer reads.Wait()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-wake:
 		}
-		if restore(ctx) {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(retry):
-		}
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
+		reads.Go(func() {
+			if restore(ctx) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(retry):
+			}
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		})
 	}
 }
 

@@ -511,7 +511,7 @@ func (p *Pipeline) newCommitLog(ctx context.Context, targetAdmin sarama.ClusterA
 		return nil, fmt.Errorf("target consumer config: %w", err)
 	}
 	target := clusterName("target", p.cfg.TargetAlias)
-	reader := kafkalog.ReaderConfig{Brokers: p.cfg.Target.BootstrapServers, Sarama: sc, Cluster: target, Logger: p.logger,
+	reader := kafkalog.ReaderConfig{Brokers: p.cfg.Target.BootstrapServers, Sarama: sc, Cluster: target, Logger: p.logger, BatchRecords: restoreBatch,
 		Observer: p.stageObserver(p.health.Stage(StageCommitLogReader, target, readerRetryGap), "")}
 	pub, err := kafkalog.NewCheckpointPublisher(p.cfg.Target.BootstrapServers, producerCfg, p.logger)
 	if err != nil {
@@ -522,6 +522,11 @@ func (p *Pipeline) newCommitLog(ctx context.Context, targetAdmin sarama.ClusterA
 	return kafkalog.NewCommitLog(topic, reader, pub, p.logger), nil
 }
 
+// restoreBatch is how many records one message of a restore read carries:
+// a hand-over reads the checkpoints topic and the commit log whole, often
+// hundreds of thousands of records not compacted yet, while its shards wait.
+const restoreBatch = 4096
+
 // checkpointLog reads the checkpoints topic back for a new owner of shards.
 func (p *Pipeline) checkpointLog() (handlers.CheckpointLog, error) {
 	sc, err := p.cfg.SaramaConfig(config.TargetConsumer)
@@ -530,7 +535,7 @@ func (p *Pipeline) checkpointLog() (handlers.CheckpointLog, error) {
 	}
 	target := clusterName("target", p.cfg.TargetAlias)
 	return kafkalog.CheckpointLog{Topic: p.topics().Checkpoints, Reader: kafkalog.ReaderConfig{
-		Brokers: p.cfg.Target.BootstrapServers, Sarama: sc, Cluster: target, Logger: p.logger, BatchRecords: wholeTopicBatch,
+		Brokers: p.cfg.Target.BootstrapServers, Sarama: sc, Cluster: target, Logger: p.logger, BatchRecords: restoreBatch,
 		Observer: stageObserver{stage: p.health.Stage(StageShardRestore, target, readerRetryGap)}}}, nil
 }
 
