@@ -171,21 +171,44 @@ func (r restoreSet) current(p int32, epoch uint64, key groupPartition, offset in
 	return true, !ok || seen < offset
 }
 
-// runRestores starts restore each time wake fires, without waiting for
-// the reads under way (a rebalance may assign shards in several steps, and
-// a read of a large topic takes seconds), and again after retry when one
-// reports failure, until ctx ends; it returns when every read has.
+// restoreGather is how long a restore waits after a wake-up for more
+// shards: a rebalance assigns them one by one, and one read serves them all.
+const restoreGather = 100 * time.Millisecond
+
+// maxRestoreReads bounds the restore reads under way at once: a rebalance
+// that hands shards over in two steps gets a read for each step, the second
+// without waiting for the first, and no more reads than that compete for
+// the machine.
+const maxRestoreReads = 2
+
+// runRestores starts restore each time wake fires (after restoreGather, so
+// that one read covers the shards a rebalance assigns together), with up to
+// maxRestoreReads under way, and again after retry when one reports
+// failure, until ctx ends; it returns when every read has.
 func runRestores(ctx context.Context, wake chan struct{}, retry time.Duration, restore func(context.Context) bool) {
 	var reads sync.WaitGroup
 	defer reads.Wait()
+	slots := make(chan struct{}, maxRestoreReads)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-wake:
 		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(restoreGather):
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case slots <- struct{}{}:
+		}
 		reads.Go(func() {
-			if restore(ctx) {
+			ok := restore(ctx)
+			<-slots
+			if ok {
 				return
 			}
 			select {
