@@ -122,7 +122,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	}
 	p.targetAdmin = targetAdmin
 	if err := kafkalog.EnsureTopic(ctx, targetAdmin, topics.Checkpoints, 1, p.cfg.CheckpointsTopicReplicationFactor,
-		map[string]*string{"cleanup.policy": ptr("compact")}); err != nil {
+		compactedTopic()); err != nil {
 		return fmt.Errorf("checkpoints topic on target cluster %q: %w", p.cfg.TargetAlias, err)
 	}
 
@@ -487,6 +487,14 @@ func (p *Pipeline) close() {
 
 func ptr[T any](v T) *T { return &v }
 
+// compactedTopic is the config of the compacted topics checkpointd creates.
+// Kafka compacts only closed segments, and by default a segment stays open
+// for 7 days or 1 GiB: a new owner of a shard reads the checkpoints topic
+// and the commit log back whole, so they roll every hour.
+func compactedTopic() map[string]*string {
+	return map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("3600000")}
+}
+
 // observer joins the user's observer (WithObserver) and the metrics, if any.
 func (p *Pipeline) observer() handlers.Observer {
 	obs := []handlers.Observer{p.opts.observer}
@@ -502,7 +510,7 @@ func (p *Pipeline) observer() handlers.Observer {
 func (p *Pipeline) newCommitLog(ctx context.Context, targetAdmin sarama.ClusterAdmin, producerCfg *sarama.Config) (*kafkalog.CommitLog, error) {
 	topic := kafkalog.CommitLogTopic(p.cfg.SourceAlias)
 	if err := kafkalog.EnsureTopic(ctx, targetAdmin, topic, 1, p.internalTopicRF(targetAdmin),
-		map[string]*string{"cleanup.policy": ptr("compact")}); err != nil {
+		compactedTopic()); err != nil {
 		return nil, fmt.Errorf("commit log topic on target cluster %q (checkpointd.sync.follow.source.rewinds=true needs it; false turns it off): %w",
 			p.cfg.TargetAlias, err)
 	}

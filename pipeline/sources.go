@@ -92,7 +92,7 @@ const adminPollShards = 50
 func (p *Pipeline) pollShardsOn(ctx context.Context) error {
 	topic := kafkalog.ShardTopic(p.cfg.SourceAlias)
 	err := kafkalog.EnsureTopic(ctx, p.targetAdmin, topic, adminPollShards, p.internalTopicRF(p.targetAdmin),
-		map[string]*string{"cleanup.policy": ptr("compact")})
+		compactedTopic())
 	switch {
 	case err == nil:
 	case errors.Is(err, kafkalog.ErrTopicNotVisible):
