@@ -114,8 +114,12 @@ var scenarios = []scenario{
 		StopAt: dur(20 * time.Second), StopFor: dur(30 * time.Second)},
 
 	// Scale-out (see scaleout_test.go): not in the default run; "scaleout"
-	// selects these three.
+	// selects these.
 	{Name: "scaleout-first-start-1k-100p", Kind: "first-start", Groups: 1000, Partitions: 100, Instances: 3},
+	// Freshness with one instance and with three, as steady-100 and
+	// steady-1k-500 measure it.
+	{Name: "scaleout-steady-100", Kind: "steady", Groups: 100, Partitions: 4, Rate: 400, Load: dur(60 * time.Second), Instances: 3},
+	{Name: "scaleout-steady-1k-500", Kind: "steady", Groups: 1000, Partitions: 4, Rate: 500, Load: dur(60 * time.Second), Instances: 3},
 	// Every group commits once a second at a new translation (1 s rounds),
 	// so up to 2,000 target group commits/s are due, at a rate the
 	// generator reaches (the report has the achieved rate); 8 partitions
