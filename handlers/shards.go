@@ -283,6 +283,10 @@ type OwnershipCheck struct {
 	fence Fence
 	fresh time.Duration
 
+	// asking lets one question be under way at a time: writers that
+	// find the same shards stale wait for its answer instead of asking too.
+	asking sync.Mutex
+
 	mu       sync.Mutex
 	verified map[int32]time.Time // when the confirmation was asked for
 }
@@ -296,17 +300,15 @@ func NewOwnershipCheck(fence Fence, fresh time.Duration) *OwnershipCheck {
 // Verify confirms shards, asking the fence for those not confirmed within
 // Fresh.
 func (c *OwnershipCheck) Verify(ctx context.Context, shards []int32) error {
-	now := time.Now() // monotonic: a pause of the process counts
-	var stale []int32
-	c.mu.Lock()
-	for _, p := range shards {
-		if at, ok := c.verified[p]; !ok || now.Sub(at) >= c.fresh {
-			stale = append(stale, p)
-		}
-	}
-	c.mu.Unlock()
-	if len(stale) == 0 {
+	if len(c.stale(shards, time.Now())) == 0 {
 		return nil
+	}
+	c.asking.Lock()
+	defer c.asking.Unlock()
+	now := time.Now() // monotonic: a pause of the process counts
+	stale := c.stale(shards, now)
+	if len(stale) == 0 {
+		return nil // confirmed while this caller waited
 	}
 	if err := c.fence.Verify(ctx, stale); err != nil {
 		c.mu.Lock()
@@ -322,4 +324,17 @@ func (c *OwnershipCheck) Verify(ctx context.Context, shards []int32) error {
 	}
 	c.mu.Unlock()
 	return nil
+}
+
+// stale returns the shards not confirmed within Fresh of now.
+func (c *OwnershipCheck) stale(shards []int32, now time.Time) []int32 {
+	var stale []int32
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range shards {
+		if at, ok := c.verified[p]; !ok || now.Sub(at) >= c.fresh {
+			stale = append(stale, p)
+		}
+	}
+	return stale
 }
