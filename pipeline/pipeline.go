@@ -44,6 +44,9 @@ type Pipeline struct {
 	shards    *handlers.Shards
 	commitSub *kafkalog.ShardedReader
 	fence     *handlers.OwnershipCheck
+	// restoreLog reads the checkpoints topic back at hand-overs, for the
+	// checkpointer and the commit stage alike.
+	restoreLog *kafkalog.CheckpointLog
 	// pollShards and pollShardReader share the groups among instances in
 	// admin-poll mode: a consumer group over the shard topic on the target.
 	pollShards      *adminpoll.Shards
@@ -535,16 +538,22 @@ func (p *Pipeline) newCommitLog(ctx context.Context, targetAdmin sarama.ClusterA
 // hundreds of thousands of records not compacted yet, while its shards wait.
 const restoreBatch = 4096
 
-// checkpointLog reads the checkpoints topic back for a new owner of shards.
+// checkpointLog reads the checkpoints topic back for a new owner of shards;
+// the checkpointer and the commit stage share it, and so share the reads
+// of a hand-over.
 func (p *Pipeline) checkpointLog() (handlers.CheckpointLog, error) {
+	if p.restoreLog != nil {
+		return p.restoreLog, nil
+	}
 	sc, err := p.cfg.SaramaConfig(config.TargetConsumer)
 	if err != nil {
 		return nil, fmt.Errorf("target consumer config: %w", err)
 	}
 	target := clusterName("target", p.cfg.TargetAlias)
-	return kafkalog.CheckpointLog{Topic: p.topics().Checkpoints, Reader: kafkalog.ReaderConfig{
+	p.restoreLog = &kafkalog.CheckpointLog{Topic: p.topics().Checkpoints, Gather: 50 * time.Millisecond, Reader: kafkalog.ReaderConfig{
 		Brokers: p.cfg.Target.BootstrapServers, Sarama: sc, Cluster: target, Logger: p.logger, BatchRecords: restoreBatch,
-		Observer: stageObserver{stage: p.health.Stage(StageShardRestore, target, readerRetryGap)}}}, nil
+		Observer: stageObserver{stage: p.health.Stage(StageShardRestore, target, readerRetryGap)}}}
+	return p.restoreLog, nil
 }
 
 // internalTopicRF is the replication factor of the topics checkpointd

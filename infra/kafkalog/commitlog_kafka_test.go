@@ -3,11 +3,14 @@ package kafkalog_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
 	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
+	"github.com/checkpointd/checkpointd/messages/envelope"
 )
 
 // A commit log written whole by one instance (the single-partition topic a
@@ -75,4 +78,66 @@ func TestCommitLogLoadsOneShardOfALogWrittenWhole(t *testing.T) {
 	if seen != groups {
 		t.Errorf("the shards together hold %d groups, want %d", seen, groups)
 	}
+}
+
+// Two restores asked for together (the checkpointer's and the commit
+// stage's at one hand-over) share one pass, and each gets every record; a
+// restore asked for later makes a pass of its own.
+func TestCheckpointLogSharesAPass(t *testing.T) {
+	c := kafkatest.Shared(t).Target
+	topic := kafkatest.UniqueName(t, "src") + ".checkpoints.internal"
+	c.CreateTopic(t, topic, 1, map[string]string{"cleanup.policy": "compact"})
+	const n = 300
+	for i := range n {
+		cp := messages.Checkpoint{Group: fmt.Sprintf("g%d", i), TopicPartition: messages.TopicPartition{Topic: "t", Partition: 0},
+			UpstreamOffset: 1, DownstreamOffset: 1}
+		produce(t, c, topic, 0, string(cp.Key()), string(cp.Value()), nil)
+	}
+	log, _ := newLog(t)
+	passes := &passCounter{}
+	cfg := readerConfig(t, c, log)
+	cfg.Observer = passes
+	cl := &kafkalog.CheckpointLog{Reader: cfg, Topic: topic, Gather: 200 * time.Millisecond}
+	ctx := context.Background()
+	counts := make([]int, 3)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			if err := cl.ReadCheckpoints(ctx, func(envelope.Record) { counts[i]++ }); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := cl.ReadCheckpoints(ctx, func(envelope.Record) { counts[2]++ }); err != nil {
+		t.Fatal(err)
+	}
+	for i, got := range counts {
+		if got != n {
+			t.Errorf("reader %d got %d records, want %d", i, got, n)
+		}
+	}
+	if got := passes.count(); got != 2 {
+		t.Errorf("%d passes over the topic for two readers together and one later, want 2", got)
+	}
+}
+
+// passCounter counts a reader's connections: one per pass of ReadLog.
+type passCounter struct {
+	mu     sync.Mutex
+	passes int
+}
+
+func (p *passCounter) RecordRead(string, int32, int64, int64) {}
+func (p *passCounter) ReadFailed(string, error)               {}
+func (p *passCounter) ReadReady(string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.passes++
+}
+
+func (p *passCounter) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.passes
 }

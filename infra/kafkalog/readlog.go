@@ -3,6 +3,8 @@ package kafkalog
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )
@@ -57,18 +59,68 @@ func ReadLog(ctx context.Context, cfg ReaderConfig, topic string, follow bool, f
 }
 
 // CheckpointLog reads a checkpoints topic back for a new owner of some
-// shards of groups; it implements handlers.CheckpointLog.
+// shards of groups; it implements handlers.CheckpointLog. Reads asked for
+// within Gather of each other share one pass over the topic: the
+// checkpointer and the commit stage of an instance both restore the same
+// shards when a rebalance assigns them, and the topic can hold hundreds of
+// thousands of records not compacted yet.
 type CheckpointLog struct {
 	Reader ReaderConfig
 	Topic  string
+	Gather time.Duration // how long a read waits for others to join it
+
+	mu      sync.Mutex
+	pending *sharedRead // the read still taking readers, if any
+}
+
+// sharedRead is one pass over the topic for every reader that joined it.
+type sharedRead struct {
+	fns  []func(envelope.Record)
+	done chan struct{}
+	err  error
 }
 
 // ReadCheckpoints calls fn for every record of the topic, from the oldest to
 // the end the topic has when the read starts.
-func (l CheckpointLog) ReadCheckpoints(ctx context.Context, fn func(envelope.Record)) error {
-	err := ReadLog(ctx, l.Reader, l.Topic, false, func(r envelope.Record) error { fn(r); return nil })
-	if err != nil {
-		return fmt.Errorf("read the checkpoints topic %s back: %w", l.Topic, err)
+func (l *CheckpointLog) ReadCheckpoints(ctx context.Context, fn func(envelope.Record)) error {
+	l.mu.Lock()
+	r := l.pending
+	if r == nil {
+		r = &sharedRead{done: make(chan struct{})}
+		l.pending = r
+		go l.run(ctx, r)
 	}
-	return nil
+	r.fns = append(r.fns, fn)
+	l.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		// The pass goes on for the others; this reader's fn is still
+		// called, harmlessly, until it ends.
+		return ctx.Err()
+	}
+}
+
+// run makes the pass of r once the readers had Gather to join, bounded by
+// the first reader's ctx.
+func (l *CheckpointLog) run(ctx context.Context, r *sharedRead) {
+	defer close(r.done)
+	select {
+	case <-ctx.Done():
+	case <-time.After(l.Gather):
+	}
+	l.mu.Lock()
+	l.pending = nil // later readers make a pass of their own
+	fns := r.fns
+	l.mu.Unlock()
+	err := ReadLog(ctx, l.Reader, l.Topic, false, func(rec envelope.Record) error {
+		for _, fn := range fns {
+			fn(rec)
+		}
+		return nil
+	})
+	if err != nil {
+		r.err = fmt.Errorf("read the checkpoints topic %s back: %w", l.Topic, err)
+	}
 }

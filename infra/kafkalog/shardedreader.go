@@ -87,7 +87,9 @@ type ShardedReader struct {
 
 // SessionTimeout is the group session's timeout: a member that has not
 // heartbeated for that long is out of the group.
-func (r *ShardedReader) SessionTimeout() time.Duration { return r.sarama.Consumer.Group.Session.Timeout }
+func (r *ShardedReader) SessionTimeout() time.Duration {
+	return r.sarama.Consumer.Group.Session.Timeout
+}
 
 // Partitions returns how many partitions the topic read had when the
 // current session began (0 before the first session). It is set before the

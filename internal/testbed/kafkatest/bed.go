@@ -100,7 +100,9 @@ func StartBed(ctx context.Context, opts BedOptions) (*Bed, error) {
 	if len(opts.ServerProps) > 0 {
 		props = func([]int) map[string]string { return opts.ServerProps }
 	}
-	wg.Go(func() { b.Source, srcErr = startClusterSpec(ctx, lib, opts.SourceAlias, dir, clusterSpec{props: props}) })
+	wg.Go(func() {
+		b.Source, srcErr = startClusterSpec(ctx, lib, opts.SourceAlias, dir, clusterSpec{props: props})
+	})
 	wg.Go(func() {
 		b.Target, tgtErr = startClusterSpec(ctx, lib, opts.TargetAlias, dir, clusterSpec{nodes: opts.TargetBrokers, props: props})
 	})
