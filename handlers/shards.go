@@ -12,8 +12,8 @@ import (
 // Shards is which shards of source groups this instance owns. A group
 // belongs to one shard (Of); a shard is owned while the Kafka consumer group
 // that shares them among instances has it assigned here: a partition of
-// __consumer_offsets in offsets-log mode, the commit lease in admin-poll
-// mode. Each assignment gets a new epoch, so that work begun under an
+// __consumer_offsets in offsets-log mode, a partition of the shard topic in
+// admin-poll mode. Each assignment gets a new epoch, so that work begun under an
 // earlier one (a restore, a commit round) is recognised and dropped.
 //
 // The stages that keep per-group state (the Checkpointer, the OffsetSyncer)

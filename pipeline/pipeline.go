@@ -38,9 +38,9 @@ type Pipeline struct {
 	outbox       *handlers.Outbox
 	syncer       *handlers.OffsetSyncer
 	commitLog    *kafkalog.CommitLog // with FollowSourceRewinds
-	// shards is which source groups this instance owns, in offsets-log
-	// mode (nil in admin-poll mode, where the commit stage holds a lease);
-	// commitSub shares them among instances and fences the commits.
+	// shards is which source groups this instance owns; commitSub (the
+	// __consumer_offsets reader, or the shard topic's in admin-poll mode)
+	// shares them among instances and fences the writes.
 	shards    *handlers.Shards
 	commitSub *kafkalog.ShardedReader
 	fence     *handlers.OwnershipCheck

@@ -208,17 +208,17 @@ func reportTo(stage *health.Stage) func(error) {
 // interval; the zero value keeps the consumer config's.
 type groupSession struct{ timeout, heartbeat time.Duration }
 
-// leaseSession is the session of the commit stage's lease groups: a lease
-// whose holder died passes on after checkpointd.commit.lease.session.timeout.ms,
-// and the standbys, heartbeating ten times per session, join the rebalance
-// within a tenth of it.
+// leaseSession is the session of the groups that share shards in
+// admin-poll mode and of users' checkpoint handlers: a member that died
+// loses its partitions after checkpointd.commit.lease.session.timeout.ms (the
+// name is kept from the commit lease), and the others, heartbeating ten
+// times per session, join the rebalance within a tenth of it.
 func (p *Pipeline) leaseSession() groupSession {
 	return sessionOf(p.cfg.CommitLeaseSessionTimeout)
 }
 
 // sourceSession is the session of the group that shares __consumer_offsets:
-// the same as the lease's, so that the groups a dead instance translated
-// move on as soon as its lease does, unless the source consumer config sets
+// the same key's, unless the source consumer config sets
 // session.timeout.ms.
 func (p *Pipeline) sourceSession() groupSession {
 	if _, set := p.cfg.Source.Consumer["session.timeout.ms"]; set {

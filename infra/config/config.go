@@ -61,10 +61,11 @@ type Config struct {
 	// StageFailureTimeout is how long a stage may keep failing before the
 	// instance is not ready (checkpointd.health.stage.failure.timeout.ms).
 	StageFailureTimeout time.Duration
-	// CommitLeaseSessionTimeout is the session timeout of the commit stage's
-	// lease group (how long the lease outlives a holder that died) and,
-	// unless the source consumer sets session.timeout.ms, of the group that
-	// shares __consumer_offsets.
+	// CommitLeaseSessionTimeout is the session timeout of the group that
+	// shares the shards of source groups (over __consumer_offsets unless
+	// the source consumer sets session.timeout.ms; over the shard topic in
+	// admin-poll mode): how long a dead instance's groups wait. The key's
+	// name is kept from when one instance held a commit lease.
 	CommitLeaseSessionTimeout time.Duration
 	// TargetCommitConnections is how many connections to each target
 	// coordinator broker the commit stage's OffsetCommits use at most
