@@ -403,6 +403,9 @@ func (c *Checkpointer) restoreOnce(ctx context.Context) bool {
 	began := time.Now()
 	t := newRestoreTarget[translate.Checkpoint](want)
 	err := c.cfg.CheckpointLog.ReadCheckpoints(ctx, func(rec envelope.Record) {
+		if p, ok := c.cfg.Shards.keyShard(rec.Key); ok && !t.keep(p) {
+			return
+		}
 		cp, ok := decodeCheckpointRecord(rec)
 		if !ok || !t.keep(c.cfg.Shards.Of(cp.Group)) {
 			return

@@ -318,6 +318,9 @@ func (s *OffsetSyncer) queueCheckpoint(ctx context.Context, rec envelope.Record,
 		s.cfg.Logger.Warn("skipping tombstone in checkpoints topic", "topic", rec.Topic, "offset", rec.Offset)
 		return false
 	}
+	if !s.cfg.Shards.mayHoldKey(rec.Key) {
+		return false // another instance commits it: not even decoded
+	}
 	cp, err := messages.DecodeCheckpoint(rec.Key, rec.Value)
 	if err != nil {
 		s.cfg.Logger.Warn("skipping malformed checkpoint", "topic", rec.Topic, "offset", rec.Offset, "error", err)
@@ -469,6 +472,9 @@ func (s *OffsetSyncer) restoreOnce(ctx context.Context) bool {
 	var readErr error
 	if s.cfg.CheckpointLog != nil {
 		readErr = s.cfg.CheckpointLog.ReadCheckpoints(readCtx, func(rec envelope.Record) {
+			if p, ok := s.cfg.Shards.keyShard(rec.Key); ok && !found.keep(p) {
+				return
+			}
 			cp, ok := decodeCheckpointRecord(rec)
 			if !ok || !keep(cp.Group) || (s.cfg.Groups != nil && !s.cfg.Groups.Match(cp.Group)) {
 				return

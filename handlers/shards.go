@@ -19,7 +19,8 @@ import (
 // The stages that keep per-group state (the Checkpointer, the OffsetSyncer)
 // listen and keep only the groups of the shards they own.
 type Shards struct {
-	of func(group string) int32
+	of    func(group string) int32
+	ofKey func(key []byte) (int32, bool) // optional: of, from a checkpoint record's key
 
 	mu        sync.Mutex
 	held      map[int32]uint64
@@ -48,6 +49,37 @@ func (s *Shards) listen(l shardListener) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.listeners = append(s.listeners, l)
+}
+
+// WithKeyOf lets the readers of the checkpoints topic find the shard of a
+// record from its key, without decoding it (messages.GroupPartitionOfKey),
+// and drop other owners' records cheaply: every instance reads them all.
+func (s *Shards) WithKeyOf(ofKey func(key []byte) (int32, bool)) *Shards {
+	s.ofKey = ofKey
+	return s
+}
+
+// keyShard returns the shard of a checkpoint record's key, when the key
+// tells.
+func (s *Shards) keyShard(key []byte) (int32, bool) {
+	if s.ofKey == nil {
+		return 0, false
+	}
+	return s.ofKey(key)
+}
+
+// mayHoldKey reports false only when the checkpoint record with key belongs
+// to a shard owned elsewhere; true when it is this instance's or cannot be
+// told from the key alone.
+func (s *Shards) mayHoldKey(key []byte) bool {
+	p, ok := s.keyShard(key)
+	if !ok {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, held := s.held[p]
+	return held
 }
 
 // Of returns the shard of group.

@@ -327,3 +327,31 @@ func TestOutboxWritesOnlyOwnedShards(t *testing.T) {
 		t.Errorf("disowned = %d, want 1 (a1's)", o.Stats().Disowned)
 	}
 }
+
+// With the shard readable from the key, the checkpoints tail drops other
+// owners' records without decoding them: a broken record of another
+// owner's group is not even counted as malformed here.
+func TestCheckpointerTailSkipsOtherOwnersUndecoded(t *testing.T) {
+	log := &memCheckpointLog{}
+	c, rec, shards := shardedCheckpointer(t, log)
+	shards.WithKeyOf(func(key []byte) (int32, bool) {
+		cp, err := messages.DecodeCheckpoint(key, messages.Checkpoint{}.Value())
+		if err != nil {
+			return 0, false
+		}
+		return byName(cp.Group), true
+	})
+	shards.Assign(0)
+	other := messages.Checkpoint{Group: "b1", TopicPartition: renamed0}
+	mine := messages.Checkpoint{Group: "a1", TopicPartition: renamed0}
+	batch := envelope.FromRecords([]envelope.Record{
+		{Topic: "cp", Offset: 0, Key: other.Key(), Value: []byte{1}}, // another owner's, broken
+		{Topic: "cp", Offset: 1, Key: mine.Key(), Value: []byte{1}},  // ours, broken
+	})
+	if err := c.HandleCheckpointRecord(batch); err != nil {
+		t.Fatal(err)
+	}
+	if rec.malformed != 1 {
+		t.Errorf("malformed = %d, want 1: only this instance's broken record is decoded", rec.malformed)
+	}
+}

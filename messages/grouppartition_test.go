@@ -37,3 +37,32 @@ func FuzzGroupPartition(f *testing.F) {
 		}
 	})
 }
+
+func TestGroupPartitionOfKeyMatchesGroupPartition(t *testing.T) {
+	for _, g := range []string{"", "a", "tk-abc-g7", "grüße", "日本語", "😀x", "polygenelubricants"} {
+		key := Checkpoint{Group: g, TopicPartition: TopicPartition{Topic: "t", Partition: 3}}.Key()
+		got, ok := GroupPartitionOfKey(key, 50)
+		if want := GroupPartition(g, 50); !ok || got != want {
+			t.Errorf("GroupPartitionOfKey(key of %q) = %d, %v; want %d", g, got, ok, want)
+		}
+	}
+	for _, key := range [][]byte{nil, {0}, {0, 5, 'a'}, {0x80, 0}} {
+		if _, ok := GroupPartitionOfKey(key, 50); ok {
+			t.Errorf("GroupPartitionOfKey(%x) accepted a key that names no group", key)
+		}
+	}
+}
+
+func FuzzGroupPartitionOfKey(f *testing.F) {
+	f.Add("grüße", int32(50))
+	f.Fuzz(func(t *testing.T, group string, n int32) {
+		if len(group) > MaxStringLength || n <= 0 {
+			return
+		}
+		key := Checkpoint{Group: group, TopicPartition: TopicPartition{Topic: "t"}}.Key()
+		got, ok := GroupPartitionOfKey(key, n)
+		if want := GroupPartition(group, n); !ok || got != want {
+			t.Fatalf("GroupPartitionOfKey(key of %q, %d) = %d, %v; want %d", group, n, got, ok, want)
+		}
+	})
+}

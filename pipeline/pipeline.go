@@ -162,7 +162,8 @@ func (p *Pipeline) build(ctx context.Context) error {
 	}
 	// The reader learns the partition count when it joins, before it
 	// assigns any shard; until then no group is owned here.
-	p.shards = handlers.NewShards(func(group string) int32 { return messages.GroupPartition(group, owner.Partitions()) })
+	p.shards = handlers.NewShards(func(group string) int32 { return messages.GroupPartition(group, owner.Partitions()) }).
+		WithKeyOf(func(key []byte) (int32, bool) { return messages.GroupPartitionOfKey(key, owner.Partitions()) })
 	p.commitSub = owner
 	// One confirmation cache for the outbox and the commit stage, fresh
 	// for a third of the session (at most a second): see OwnershipCheck.
