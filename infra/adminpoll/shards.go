@@ -27,6 +27,7 @@ type Shards struct {
 	owned    map[int32]bool
 	released map[int32]chan struct{} // closed when the poller stopped delivering the shard
 	changed  chan struct{}
+	stopped  bool // the poller ended: nothing is delivered, nothing to wait for
 }
 
 // NewShards makes an empty ownership over the shards of.
@@ -54,6 +55,10 @@ func (s *Shards) Handle(msg *message.Message) error {
 	case envelope.Revoked:
 		s.mu.Lock()
 		delete(s.owned, p)
+		if s.stopped {
+			s.mu.Unlock()
+			return nil
+		}
 		done := make(chan struct{})
 		s.released[p] = done
 		s.mu.Unlock()
@@ -83,6 +88,17 @@ func (s *Shards) snapshot() map[int32]bool {
 		out[p] = true
 	}
 	return out
+}
+
+// stop tells the waiting Handles, and later ones, that the poller ended.
+func (s *Shards) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	for p, done := range s.released {
+		close(done)
+		delete(s.released, p)
+	}
 }
 
 // release tells a waiting Handle that the poller let shard p go.

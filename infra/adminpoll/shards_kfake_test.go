@@ -1,6 +1,7 @@
 package adminpoll_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -108,4 +109,36 @@ func shardEvent(t *testing.T, msg *message.Message) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("%s %s=%d in %d", or.Group, or.TopicPartition, or.Offset, rec.Partition)
+}
+
+// Once the poller has ended (shutdown), a revoked shard does not wait for
+// it: the shard reader lets its partitions go at once.
+func TestShardsRevokeAfterThePollerEnded(t *testing.T) {
+	client, _, _ := fakeSource(t, 1)
+	shards := adminpoll.NewShards(func(string) int32 { return 0 })
+	sub, err := adminpoll.New(adminpoll.Config{Client: client, Interval: 50 * time.Millisecond, Shards: shards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ch, err := sub.Subscribe(ctx, adminpoll.Topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := shards.Handle(envelope.NewControl(envelope.Assigned, "shards", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if msg := <-ch; msg != nil {
+		msg.Ack() // assigned(0)
+	}
+	cancel()
+	for range ch { // drained: the poller ended
+	}
+	start := time.Now()
+	if err := shards.Handle(envelope.NewControl(envelope.Revoked, "shards", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("Revoked after the poller ended waited %v", waited)
+	}
 }

@@ -105,6 +105,9 @@ func (s *Subscriber) Stats() Stats { return s.stats.snapshot() }
 func (s *Subscriber) run(ctx context.Context, topic string, out chan<- *message.Message) {
 	log := s.cfg.Logger.With("component", "admin-poll")
 	shards := s.cfg.Shards
+	if shards != nil {
+		defer shards.stop() // a shard revoked at shutdown need not wait for it
+	}
 	if shards == nil && s.deliver(ctx, out, envelope.NewControl(envelope.Assigned, topic, 0)) != nil {
 		return
 	}
