@@ -13,27 +13,11 @@ import (
 // checkpointd shards every stage by it, so that a group's checkpoint state
 // and target commits live with the instance that reads its source commits.
 func GroupPartition(group string, n int32) int32 {
-	if n <= 0 {
-		return 0
-	}
 	var h int32
 	for _, r := range group {
-		if r < 0x10000 {
-			h = 31*h + int32(r)
-			continue
-		}
-		hi, lo := utf16.EncodeRune(r)
-		h = 31*h + int32(hi)
-		h = 31*h + int32(lo)
+		h = javaHash(h, r)
 	}
-	if h < 0 {
-		if h == -h { // math.MinInt32: Utils.abs gives 0
-			h = 0
-		} else {
-			h = -h
-		}
-	}
-	return h % n
+	return absMod(h, n)
 }
 
 // GroupPartitionOfKey is GroupPartition of the group a checkpoint record's
@@ -48,28 +32,35 @@ func GroupPartitionOfKey(key []byte, n int32) (p int32, ok bool) {
 	if size < 0 || len(key) < 2+size {
 		return 0, false
 	}
-	group := key[2 : 2+size]
-	if n <= 0 {
-		return 0, true
-	}
 	var h int32
-	for len(group) > 0 {
+	for group := key[2 : 2+size]; len(group) > 0; {
 		r, w := utf8.DecodeRune(group)
 		group = group[w:]
-		if r < 0x10000 {
-			h = 31*h + int32(r)
-			continue
-		}
-		hi, lo := utf16.EncodeRune(r)
-		h = 31*h + int32(hi)
-		h = 31*h + int32(lo)
+		h = javaHash(h, r)
+	}
+	return absMod(h, n), true
+}
+
+// javaHash adds r to a Java String.hashCode, as its UTF-16 code units.
+func javaHash(h int32, r rune) int32 {
+	if r < 0x10000 {
+		return 31*h + int32(r)
+	}
+	hi, lo := utf16.EncodeRune(r)
+	return 31*(31*h+int32(hi)) + int32(lo)
+}
+
+// absMod is Kafka's Utils.abs(h) % n (0 for n <= 0): Utils.abs maps
+// Integer.MIN_VALUE to 0.
+func absMod(h, n int32) int32 {
+	if n <= 0 {
+		return 0
 	}
 	if h < 0 {
-		if h == -h {
-			h = 0
-		} else {
-			h = -h
+		if h == -h { // math.MinInt32
+			return 0
 		}
+		h = -h
 	}
-	return h % n, true
+	return h % n
 }

@@ -170,8 +170,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	p.fence = handlers.NewOwnershipCheck(owner, min(time.Second, owner.SessionTimeout()/3))
 	p.outbox = handlers.NewOutbox(pub, topics.Checkpoints, handlers.DefaultOutboxBatch, log,
 		handlers.WithPropagator(p.opts.propagator), handlers.WithOwnership(p.shards, p.fence))
-	checkpointLog, err := p.checkpointLog()
-	if err != nil {
+	if p.restoreLog, err = p.checkpointLog(); err != nil {
 		return err
 	}
 
@@ -186,7 +185,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		Logger:          log,
 		RefreshInterval: p.cfg.RefreshInterval,
 		Shards:          p.shards,
-		CheckpointLog:   checkpointLog,
+		CheckpointLog:   p.restoreLog,
 		RestoreRetry:    p.cfg.SyncGroupOffsetsInterval,
 	})
 	if err != nil {
@@ -366,9 +365,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			Logger:            p.logger,
 			Shards:            p.shards,
 			Fence:             p.fence,
-		}
-		if syncCfg.CheckpointLog, err = p.checkpointLog(); err != nil {
-			return err
+			CheckpointLog:     p.restoreLog,
 		}
 		p.syncer = handlers.NewOffsetSyncer(syncCfg)
 		// The commit stage takes checkpoints in batches (each record with
@@ -540,21 +537,17 @@ func (p *Pipeline) newCommitLog(ctx context.Context, targetAdmin sarama.ClusterA
 const restoreBatch = 4096
 
 // checkpointLog reads the checkpoints topic back for a new owner of shards;
-// the checkpointer and the commit stage share it, and so share the reads
-// of a hand-over.
-func (p *Pipeline) checkpointLog() (handlers.CheckpointLog, error) {
-	if p.restoreLog != nil {
-		return p.restoreLog, nil
-	}
+// the checkpointer and the commit stage share the one made at build, and so
+// share the reads of a hand-over.
+func (p *Pipeline) checkpointLog() (*kafkalog.CheckpointLog, error) {
 	sc, err := p.cfg.SaramaConfig(config.TargetConsumer)
 	if err != nil {
 		return nil, fmt.Errorf("target consumer config: %w", err)
 	}
 	target := clusterName("target", p.cfg.TargetAlias)
-	p.restoreLog = &kafkalog.CheckpointLog{Topic: p.topics().Checkpoints, Gather: 50 * time.Millisecond, Reader: kafkalog.ReaderConfig{
+	return &kafkalog.CheckpointLog{Topic: p.topics().Checkpoints, Gather: 50 * time.Millisecond, Reader: kafkalog.ReaderConfig{
 		Brokers: p.cfg.Target.BootstrapServers, Sarama: sc, Cluster: target, Logger: p.logger, BatchRecords: restoreBatch,
-		Observer: stageObserver{stage: p.health.Stage(StageShardRestore, target, readerRetryGap)}}}
-	return p.restoreLog, nil
+		Observer: stageObserver{stage: p.health.Stage(StageShardRestore, target, readerRetryGap)}}}, nil
 }
 
 // internalTopicRF is the replication factor of the topics checkpointd
