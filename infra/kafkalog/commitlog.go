@@ -59,7 +59,7 @@ func NewCommitLog(topic string, reader ReaderConfig, pub message.Publisher, logg
 func (l *CommitLog) Load(ctx context.Context, keep func(group string) bool) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error) {
 	out := make(map[string]map[messages.TopicPartition]targetgroup.Checkpoint)
 	skipped := 0
-	err := ReadLog(ctx, l.reader, l.topic, false, func(r envelope.Record) error {
+	err := ReadBack(ctx, l.reader, l.topic, func(r envelope.Record) error {
 		cp, err := messages.DecodeCheckpoint(r.Key, r.Value)
 		switch {
 		case errors.Is(err, messages.ErrTombstone):

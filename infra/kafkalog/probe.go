@@ -77,20 +77,45 @@ func (t tailProbe) firstDeliverable(topic string, partition int32, from, limit i
 // consumer does and returns the first deliverable offset in [from, limit)
 // (-1 if none) and the offset after the last whole batch it looked at.
 func scanDeliverable(block *sarama.FetchResponseBlock, isolation sarama.IsolationLevel, from, limit int64) (found, scanned int64) {
+	found = -1
+	scanned, err := eachDeliverable(block, isolation, from, limit, func(_ *sarama.RecordBatch, _ *sarama.Record, off int64) (bool, error) {
+		if off < from {
+			return true, nil
+		}
+		found = off
+		return false, nil
+	})
+	if errors.Is(err, errLegacyFormat) {
+		// Message format v0/v1 has no markers to step over: the
+		// consumer delivers what is there, so do not second-guess it.
+		return from, scanned
+	}
+	return found, scanned
+}
+
+// errLegacyFormat is what eachDeliverable says of a message set in format
+// v0/v1, which Kafka 4 no longer writes.
+var errLegacyFormat = errors.New("message format v0/v1")
+
+// eachDeliverable calls visit, in offset order, for each record of block's
+// whole batches below limit that a consumer with the isolation level would
+// deliver: not transaction markers, and under read_committed not the
+// records of aborted transactions. It returns the offset after the last
+// batch it went through whole (at least from); visit returning false or an
+// error stops it inside a batch, which then does not count.
+func eachDeliverable(block *sarama.FetchResponseBlock, isolation sarama.IsolationLevel, from, limit int64,
+	visit func(b *sarama.RecordBatch, rec *sarama.Record, off int64) (bool, error)) (scanned int64, err error) {
 	aborts := slices.Clone(block.AbortedTransactions)
 	slices.SortFunc(aborts, func(a, b *sarama.AbortedTransaction) int {
 		return cmp.Compare(a.FirstOffset, b.FirstOffset)
 	})
 	aborted := make(map[int64]bool) // producers inside an aborted transaction
 	scanned = from
-
 	for _, recs := range block.RecordsSet {
-		if recs.RecordBatch == nil {
-			// Message format v0/v1 has no markers to step over: the
-			// consumer delivers what is there, so do not second-guess it.
-			return from, scanned
-		}
 		b := recs.RecordBatch
+		if b == nil {
+			return scanned, errLegacyFormat
+		}
 		if b.PartialTrailingRecord || b.FirstOffset >= limit {
 			break
 		}
@@ -105,12 +130,16 @@ func scanDeliverable(block *sarama.FetchResponseBlock, isolation sarama.Isolatio
 		case isolation == sarama.ReadCommitted && b.IsTransactional && aborted[b.ProducerID]:
 		default:
 			for _, r := range b.Records {
-				if off := b.FirstOffset + r.OffsetDelta; off >= from && off < limit {
-					return off, scanned
+				off := b.FirstOffset + r.OffsetDelta
+				if off >= limit {
+					break
+				}
+				if more, err := visit(b, r, off); !more || err != nil {
+					return scanned, err
 				}
 			}
 		}
 		scanned = max(scanned, b.LastOffset()+1)
 	}
-	return -1, scanned
+	return scanned, nil
 }

@@ -114,7 +114,7 @@ func (l *CheckpointLog) run(ctx context.Context, r *sharedRead) {
 	l.pending = nil // later readers make a pass of their own
 	fns := r.fns
 	l.mu.Unlock()
-	err := ReadLog(ctx, l.Reader, l.Topic, false, func(rec envelope.Record) error {
+	err := ReadBack(ctx, l.Reader, l.Topic, func(rec envelope.Record) error {
 		for _, fn := range fns {
 			fn(rec)
 		}
