@@ -59,6 +59,11 @@ type CheckpointerConfig struct {
 	// RestoreRetry is the wait before a failed restore read is tried
 	// again. Zero: a second.
 	RestoreRetry time.Duration
+	// Veto, when set, is asked about every checkpoint about to be emitted
+	// and refuses it by returning true (SkipVetoed). It runs under the
+	// decision lock. A vetoed checkpoint still counts as the last one of
+	// its pair for MM2's rules, as if written.
+	Veto func(ctx context.Context, cp messages.Checkpoint) bool
 }
 
 // Checkpointer is the state shared by the index, tail and translate handlers:
@@ -627,6 +632,10 @@ func (c *Checkpointer) evaluate(ctx context.Context, group string, tp messages.T
 		UpstreamOffset:   cm.Offset,
 		DownstreamOffset: tr.Downstream,
 		Metadata:         cm.Metadata,
+	}
+	if c.cfg.Veto != nil && c.cfg.Veto(ctx, cp) {
+		c.skip(ctx, group, tp, translate.ReasonVetoed, cm.Offset)
+		return
 	}
 	c.emittedHere[group] = struct{}{}
 	recordDecision(ctx, group, tp, renamed, DecisionEmitted, "", cm.Offset, tr.Downstream)

@@ -14,4 +14,5 @@ const (
 	ReasonNoCommit         = messages.SkipNoCommit
 	ReasonNotNewer         = messages.SkipNotNewer
 	ReasonGateClosed       = messages.SkipGateClosed
+	ReasonVetoed           = messages.SkipVetoed
 )

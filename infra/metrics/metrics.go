@@ -48,6 +48,7 @@ const (
 	GaugeOutboxQueued        = "outbox_queued"
 	GaugeTargetGroupsPending = "target_groups_pending"
 	GaugeShardsOwned         = "shards_owned"
+	GaugeEventsQueued        = "events_queued"
 )
 
 // Names of the counters the pipeline registers with CounterFunc.
@@ -57,13 +58,15 @@ const (
 	CounterCheckpointBatches     = "checkpoint_batches_total"
 	CounterCheckpointBatchErrors = "checkpoint_batch_failures_total"
 	CounterCheckpointsDisowned   = "checkpoints_disowned_total"
+	CounterEventsDropped         = "events_dropped_total"
+	CounterEventsFailed          = "events_failed_total"
 )
 
 // PipelineGauges lists the GaugeFunc and CounterFunc names above, for checks
 // that every metric a dashboard reads exists.
 var PipelineGauges = []string{GaugeIndexPartitions, GaugeIndexSyncs, GaugeOutboxQueued, GaugeTargetGroupsPending, GaugeShardsOwned,
 	CounterCheckpointsPublished, CounterCheckpointsSuperseded, CounterCheckpointBatches, CounterCheckpointBatchErrors,
-	CounterCheckpointsDisowned}
+	CounterCheckpointsDisowned, GaugeEventsQueued, CounterEventsDropped, CounterEventsFailed}
 
 // DefaultLatencyBuckets span a few milliseconds (event-driven checkpoints) to
 // several minutes (MM2's one-minute emit interval, retries).
