@@ -25,7 +25,9 @@ func TestRenameCommitsUnderTheNewName(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, renamePolicy("dr-", "tmp-"), slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	go func() {
+		done <- run(ctx, cfg, renamePolicy("dr-", "tmp-"), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
