@@ -59,6 +59,11 @@ type CheckpointerConfig struct {
 	// RestoreRetry is the wait before a failed restore read is tried
 	// again. Zero: a second.
 	RestoreRetry time.Duration
+	// Veto, when set, is asked about every checkpoint about to be emitted
+	// and refuses it by returning true (SkipVetoed). It runs under the
+	// decision lock. A vetoed checkpoint still counts as the last one of
+	// its pair for MM2's rules, as if written.
+	Veto func(ctx context.Context, cp messages.Checkpoint) bool
 }
 
 // Checkpointer is the state shared by the index, tail and translate handlers:
@@ -485,6 +490,7 @@ func (c *Checkpointer) SourceCommit(ctx context.Context, p int32, rec messages.O
 	if rec.Kind != messages.OffsetCommitRecord || !c.cfg.Groups.Match(rec.Group) {
 		return
 	}
+	c.cfg.Observer.SourceCommitRead(ctx, rec, at)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sh := c.shards[p]
@@ -602,22 +608,22 @@ func (c *Checkpointer) decideLate(ctx context.Context, commit trace.SpanContext,
 func (c *Checkpointer) evaluate(ctx context.Context, group string, tp messages.TopicPartition) {
 	cm, ok := c.commits.Get(group, tp)
 	if !ok {
-		c.skip(ctx, group, tp, translate.ReasonNoCommit.String(), -1)
+		c.skip(ctx, group, tp, translate.ReasonNoCommit, -1)
 		return
 	}
 	topic := c.topicInfo(tp.Topic)
 	if !topic.checkpointed {
-		c.skip(ctx, group, tp, translate.ReasonFilteredTopic.String(), cm.Offset)
+		c.skip(ctx, group, tp, translate.ReasonFilteredTopic, cm.Offset)
 		return
 	}
 	tr := c.index.Translate(tp, cm.Offset)
 	if tr.Outcome != translate.Translated {
-		c.skip(ctx, group, tp, tr.Reason.String(), cm.Offset)
+		c.skip(ctx, group, tp, tr.Reason, cm.Offset)
 		return
 	}
 	renamed := messages.TopicPartition{Topic: topic.downstream, Partition: tp.Partition}
 	if emit, reason := c.emitted.Decide(group, renamed, cm.Offset, tr.Downstream); !emit {
-		c.skip(ctx, group, tp, reason.String(), cm.Offset)
+		c.skip(ctx, group, tp, reason, cm.Offset)
 		return
 	}
 	cp := messages.Checkpoint{
@@ -627,10 +633,14 @@ func (c *Checkpointer) evaluate(ctx context.Context, group string, tp messages.T
 		DownstreamOffset: tr.Downstream,
 		Metadata:         cm.Metadata,
 	}
+	if c.cfg.Veto != nil && c.cfg.Veto(ctx, cp) {
+		c.skip(ctx, group, tp, translate.ReasonVetoed, cm.Offset)
+		return
+	}
 	c.emittedHere[group] = struct{}{}
 	recordDecision(ctx, group, tp, renamed, DecisionEmitted, "", cm.Offset, tr.Downstream)
 	c.cfg.Emitter.Emit(ctx, cp, cm.Time)
-	c.cfg.Observer.CheckpointEmitted(cp, cm.Time)
+	c.cfg.Observer.CheckpointEmitted(ctx, cp, cm.Time)
 }
 
 // topicInfo returns the cached facts about an upstream topic. The caller
@@ -647,7 +657,7 @@ func (c *Checkpointer) topicInfo(topic string) topicInfo {
 	return ti
 }
 
-func (c *Checkpointer) skip(ctx context.Context, group string, tp messages.TopicPartition, reason string, upstream int64) {
-	recordDecision(ctx, group, tp, messages.TopicPartition{}, DecisionSkipped, reason, upstream, -1)
-	c.cfg.Observer.CheckpointSkipped(group, tp, reason)
+func (c *Checkpointer) skip(ctx context.Context, group string, tp messages.TopicPartition, reason translate.Reason, upstream int64) {
+	recordDecision(ctx, group, tp, messages.TopicPartition{}, DecisionSkipped, reason.String(), upstream, -1)
+	c.cfg.Observer.CheckpointSkipped(ctx, group, tp, upstream, reason)
 }

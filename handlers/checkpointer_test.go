@@ -31,13 +31,13 @@ func (r *recorder) Emit(_ context.Context, cp messages.Checkpoint, _ time.Time) 
 	r.emitted = append(r.emitted, cp)
 }
 
-func (r *recorder) CheckpointSkipped(_ string, _ messages.TopicPartition, reason string) {
+func (r *recorder) CheckpointSkipped(_ context.Context, _ string, _ messages.TopicPartition, _ int64, reason messages.SkipReason) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.skipped == nil {
 		r.skipped = map[string]int{}
 	}
-	r.skipped[reason]++
+	r.skipped[reason.String()]++
 }
 
 func (r *recorder) RecordMalformed(string, int32, int64, error) { r.malformed++ }

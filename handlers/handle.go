@@ -21,6 +21,7 @@ func (c *Checkpointer) HandleOffsetSync(msg *message.Message) error {
 		sync, err := messages.DecodeOffsetSync(rec.Key, rec.Value)
 		if err == nil {
 			c.ApplySync(msg.Context(), sync)
+			c.cfg.Observer.OffsetSyncApplied(msg.Context(), sync)
 		}
 		return err
 	})

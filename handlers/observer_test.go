@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -10,14 +11,22 @@ import (
 
 // countingObserver counts the calls it gets.
 type countingObserver struct {
-	emitted, skipped, malformed, gate, results int
+	commits, syncs, emitted, skipped, malformed, gate, results int
 }
 
-func (o *countingObserver) CheckpointEmitted(messages.Checkpoint, time.Time)          { o.emitted++ }
-func (o *countingObserver) CheckpointSkipped(string, messages.TopicPartition, string) { o.skipped++ }
-func (o *countingObserver) RecordMalformed(string, int32, int64, error)               { o.malformed++ }
-func (o *countingObserver) GateOpened()                                               { o.gate++ }
-func (o *countingObserver) TargetResult(string, messages.TopicPartition, targetgroup.Reason, time.Time, time.Time) {
+func (o *countingObserver) SourceCommitRead(context.Context, messages.OffsetsRecord, time.Time) {
+	o.commits++
+}
+func (o *countingObserver) OffsetSyncApplied(context.Context, messages.OffsetSync) { o.syncs++ }
+func (o *countingObserver) CheckpointEmitted(context.Context, messages.Checkpoint, time.Time) {
+	o.emitted++
+}
+func (o *countingObserver) CheckpointSkipped(context.Context, string, messages.TopicPartition, int64, messages.SkipReason) {
+	o.skipped++
+}
+func (o *countingObserver) RecordMalformed(string, int32, int64, error) { o.malformed++ }
+func (o *countingObserver) GateOpened()                                 { o.gate++ }
+func (o *countingObserver) TargetResult(context.Context, string, messages.TopicPartition, targetgroup.Reason, time.Time, time.Time) {
 	o.results++
 }
 
@@ -36,13 +45,16 @@ func TestJoinObservers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			*a, *b = countingObserver{}, countingObserver{}
 			o := JoinObservers(tt.obs...)
-			o.CheckpointEmitted(messages.Checkpoint{}, time.Time{})
-			o.CheckpointSkipped("g", messages.TopicPartition{}, "r")
+			ctx := context.Background()
+			o.SourceCommitRead(ctx, messages.OffsetsRecord{}, time.Time{})
+			o.OffsetSyncApplied(ctx, messages.OffsetSync{})
+			o.CheckpointEmitted(ctx, messages.Checkpoint{}, time.Time{})
+			o.CheckpointSkipped(ctx, "g", messages.TopicPartition{}, 1, messages.SkipNotNewer)
 			o.RecordMalformed("t", 0, 0, nil)
 			o.GateOpened()
-			o.TargetResult("g", messages.TopicPartition{}, targetgroup.Committed, time.Time{}, time.Time{})
+			o.TargetResult(ctx, "g", messages.TopicPartition{}, targetgroup.Committed, time.Time{}, time.Time{})
 			for _, w := range tt.want {
-				if *w != (countingObserver{1, 1, 1, 1, 1}) {
+				if *w != (countingObserver{1, 1, 1, 1, 1, 1, 1}) {
 					t.Errorf("observer got %+v, want one call of each", *w)
 				}
 			}

@@ -1016,7 +1016,7 @@ func (s *OffsetSyncer) settle(w work, outcome map[messages.TopicPartition]target
 	// calls back into the syncer, must not hold up the checkpoints.
 	for tp, r := range outcome {
 		tried := w.checkpoints[tp]
-		s.cfg.Observer.TargetResult(w.group, tp, r, tried.at(), tried.committedAt())
+		s.cfg.Observer.TargetResult(trace.ContextWithSpanContext(context.Background(), tried.span()), w.group, tp, r, tried.at(), tried.committedAt())
 	}
 }
 

@@ -461,6 +461,6 @@ type resultObserver struct {
 	f func(group string, tp messages.TopicPartition, r targetgroup.Reason, checkpointAt, committedAt time.Time)
 }
 
-func (o resultObserver) TargetResult(group string, tp messages.TopicPartition, r targetgroup.Reason, checkpointAt, committedAt time.Time) {
+func (o resultObserver) TargetResult(_ context.Context, group string, tp messages.TopicPartition, r targetgroup.Reason, checkpointAt, committedAt time.Time) {
 	o.f(group, tp, r, checkpointAt, committedAt)
 }

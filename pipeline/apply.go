@@ -67,6 +67,8 @@ func (r ApplyRow) Failed() bool {
 // lowering a group's offset unless, with checkpointd.sync.follow.source.rewinds,
 // it is still the one checkpointd committed there (its commit log on the
 // target says so; a commit executed here is written ahead to that log too).
+// Checkpoint policies (WithCheckpointPolicy) are not applied: each
+// checkpoint goes into the target group of its own name, as MM2 names it.
 // With execute false nothing is written: the rows are the plan. The rows are sorted by group, topic and partition; the error is only
 // for what stopped the whole run (no connection to the target).
 func ApplyCheckpoints(ctx context.Context, cfg *config.Config, logger *slog.Logger, cps []messages.Checkpoint, execute bool) ([]ApplyRow, error) {

@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -110,14 +111,13 @@ type countCommitted struct {
 	n *atomic.Int32
 }
 
-func (c countCommitted) TargetResult(_ string, _ messages.TopicPartition, r targetgroup.Reason, _, _ time.Time) {
+func (c countCommitted) TargetResult(_ context.Context, _ string, _ messages.TopicPartition, r targetgroup.Reason, _, _ time.Time) {
 	if r == targetgroup.Committed {
 		c.n.Add(1)
 	}
 }
 
-func (countCommitted) CheckpointSkipped(string, messages.TopicPartition, string) {}
-func (countCommitted) GateOpened()                                               {}
+func (countCommitted) GateOpened() {}
 
 // loadDue hands s a caught-up replay of a checkpoint of offsets for every
 // group, so that all of them are due.

@@ -166,7 +166,10 @@ func Explain(ctx context.Context, cfg *config.Config, logger *slog.Logger, group
 		tr := cpr.Index().Translate(c.TopicPartition, c.Offset)
 		renamed := messages.TopicPartition{Topic: messages.DownstreamTopic(cfg.Policy, cfg.SourceAlias, cfg.TargetAlias, c.Topic), Partition: c.Partition}
 		row := Explanation{Group: c.Group, UpstreamTopic: c.Topic, Partition: c.Partition, Committed: c.Offset,
-			Translation: tr.Outcome.String(), Downstream: tr.Downstream, Decision: rec.skipped[explainKey(c.Group, c.TopicPartition)]}
+			Translation: tr.Outcome.String(), Downstream: tr.Downstream}
+		if r, ok := rec.skipped[explainKey(c.Group, c.TopicPartition)]; ok {
+			row.Decision = r.String()
+		}
 		if rec.emitted[explainKey(c.Group, renamed)] {
 			row.Decision = "emit"
 		}
@@ -225,20 +228,20 @@ func explainKey(group string, tp messages.TopicPartition) string { return group 
 // upstream partition, emitted checkpoints by target partition.
 type explainRecorder struct {
 	handlers.NopObserver
-	skipped map[string]string
+	skipped map[string]messages.SkipReason
 	emitted map[string]bool
 }
 
 func (r *explainRecorder) Emit(context.Context, messages.Checkpoint, time.Time) {}
 
-func (r *explainRecorder) CheckpointSkipped(group string, tp messages.TopicPartition, reason string) {
+func (r *explainRecorder) CheckpointSkipped(_ context.Context, group string, tp messages.TopicPartition, _ int64, reason messages.SkipReason) {
 	if r.skipped == nil {
-		r.skipped = map[string]string{}
+		r.skipped = map[string]messages.SkipReason{}
 	}
 	r.skipped[explainKey(group, tp)] = reason
 }
 
-func (r *explainRecorder) CheckpointEmitted(cp messages.Checkpoint, _ time.Time) {
+func (r *explainRecorder) CheckpointEmitted(_ context.Context, cp messages.Checkpoint, _ time.Time) {
 	if r.emitted == nil {
 		r.emitted = map[string]bool{}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
@@ -250,6 +251,7 @@ func (f *fixture) stop(t *testing.T, in *instance) {
 // decisions records and logs checkpointd's decisions (pipeline.WithObserver):
 // what was emitted and the last outcome per (group, partition).
 type decisions struct {
+	handlers.NopObserver
 	log *slog.Logger
 
 	mu      sync.Mutex
@@ -258,7 +260,7 @@ type decisions struct {
 	targets map[groupPartition]targetgroup.Reason // the commit stage's last outcome
 }
 
-func (d *decisions) TargetResult(group string, tp messages.TopicPartition, r targetgroup.Reason, _, _ time.Time) {
+func (d *decisions) TargetResult(_ context.Context, group string, tp messages.TopicPartition, r targetgroup.Reason, _, _ time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.targets == nil {
@@ -279,7 +281,7 @@ type groupPartition struct {
 	partition int32
 }
 
-func (d *decisions) CheckpointEmitted(cp messages.Checkpoint, committedAt time.Time) {
+func (d *decisions) CheckpointEmitted(_ context.Context, cp messages.Checkpoint, committedAt time.Time) {
 	d.log.Info("observer: checkpoint emitted", "checkpoint", cp.String())
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -287,11 +289,11 @@ func (d *decisions) CheckpointEmitted(cp messages.Checkpoint, committedAt time.T
 	d.last[groupPartition{cp.Group, cp.Partition}] = "emitted"
 }
 
-func (d *decisions) CheckpointSkipped(group string, tp messages.TopicPartition, reason string) {
+func (d *decisions) CheckpointSkipped(_ context.Context, group string, tp messages.TopicPartition, _ int64, reason messages.SkipReason) {
 	d.log.Info("observer: checkpoint skipped", "group", group, "partition", tp.String(), "reason", reason)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.last[groupPartition{group, tp.Partition}] = reason
+	d.last[groupPartition{group, tp.Partition}] = reason.String()
 }
 
 func (d *decisions) RecordMalformed(topic string, partition int32, offset int64, err error) {

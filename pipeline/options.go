@@ -8,7 +8,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/checkpointd/checkpointd/handlers"
+	"github.com/checkpointd/checkpointd/handlers/events"
 	"github.com/checkpointd/checkpointd/handlers/filter"
+	"github.com/checkpointd/checkpointd/handlers/policy"
 	"github.com/checkpointd/checkpointd/infra/metrics"
 )
 
@@ -23,8 +25,10 @@ type options struct {
 	translateMW        []message.HandlerMiddleware
 	commitMW           []message.HandlerMiddleware
 	checkpointHandlers []namedHandler
-	translateHook      func(*message.Router)
-	commitHook         func(*message.Router)
+	translateHooks     []func(*message.Router)
+	commitHooks        []func(*message.Router)
+	eventHandlers      []*events.Handler
+	policies           []policy.Policy
 	metrics            *metrics.Metrics
 	tracer             trace.TracerProvider
 	propagator         propagation.TextMapPropagator
@@ -48,35 +52,67 @@ func WithTopicFilter(m filter.Matcher) Option { return func(o *options) { o.topi
 func WithGroupFilter(m filter.Matcher) Option { return func(o *options) { o.groupFilter = m } }
 
 // WithTranslateMiddleware adds middleware to every handler of the translate
-// router, after the built-in ones (so it runs inside them).
+// router, after the built-in ones (so it runs inside them). Middleware sees
+// one message per batch of records, and control messages.
 func WithTranslateMiddleware(m ...message.HandlerMiddleware) Option {
 	return func(o *options) { o.translateMW = append(o.translateMW, m...) }
 }
 
-// WithCommitMiddleware adds middleware to every handler of the commit router.
+// WithCommitMiddleware adds middleware to every handler of the commit
+// router; sync_target_offsets gets batches of records per message, checkpoint
+// handlers single records.
 func WithCommitMiddleware(m ...message.HandlerMiddleware) Option {
 	return func(o *options) { o.commitMW = append(o.commitMW, m...) }
 }
 
 // WithCheckpointHandler runs fn on every checkpoint record read from the
-// target's checkpoints topic by the instance that holds the commit role,
-// written by checkpointd or by Java MM2 alike. Control messages (see
-// messages/envelope) are delivered too, so a handler can tell replay from
-// live traffic. Decode records with envelope.ToRecord and
-// messages.DecodeCheckpoint.
+// target's checkpoints topic, written by checkpointd or by Java MM2 alike,
+// one record per message, on one instance at a time: the handler reads
+// through a consumer group of its own, named
+// <checkpointd.group.id>-handler-<name> (ConsumerGroups lists it). Control
+// messages (see messages/envelope) are delivered too, so a handler can tell
+// replay from live traffic. Decode records with envelope.ToRecord and
+// messages.DecodeCheckpoint. For checkpointd's own decisions, without
+// decoding, prefer WithEventHandler. The name must not be a built-in
+// handler's (BuiltinHandlers) nor another handler's: New fails if it is.
 func WithCheckpointHandler(name string, fn message.NoPublishHandlerFunc) Option {
 	return func(o *options) { o.checkpointHandlers = append(o.checkpointHandlers, namedHandler{name, fn}) }
 }
 
-// WithTranslateRouter calls fn with the translate router before it runs, to
-// add handlers, plugins or decorators of any kind.
+// WithTranslateRouter calls fn with the translate router once its
+// handlers are added, before it runs, to add handlers, plugins or
+// decorators of any kind. Each call adds a hook; they run in order. The
+// built-in readers hand the router batches of up to 500 records per
+// message (messages/envelope) and control messages, not single records:
+// for typed, per-decision events use WithEventHandler. A handler name that
+// is taken makes New fail (Watermill would panic).
 func WithTranslateRouter(fn func(*message.Router)) Option {
-	return func(o *options) { o.translateHook = fn }
+	return func(o *options) { o.translateHooks = append(o.translateHooks, fn) }
 }
 
-// WithCommitRouter calls fn with the commit router before it runs.
+// WithCommitRouter calls fn with the commit router before it runs; each
+// call adds a hook. The commit router exists only when
+// sync.group.offsets.enabled=true or a WithCheckpointHandler is set: New
+// fails otherwise, saying so, rather than never calling fn.
 func WithCommitRouter(fn func(*message.Router)) Option {
-	return func(o *options) { o.commitHook = fn }
+	return func(o *options) { o.commitHooks = append(o.commitHooks, fn) }
+}
+
+// WithEventHandler registers typed event handlers (events.AddNoPublisherHandler,
+// events.AddHandler, events.Forward): they get the pipeline's events for
+// the groups this instance owns, live, each on its own bounded queue, so a
+// slow handler never holds the pipeline up (docs/extending.md). Names are
+// checked like WithCheckpointHandler's. Each call appends.
+func WithEventHandler(h ...*events.Handler) Option {
+	return func(o *options) { o.eventHandlers = append(o.eventHandlers, h...) }
+}
+
+// WithCheckpointPolicy adds a policy that can veto checkpoints before they
+// are written or commit a group's offsets into a target group of another
+// name (see handlers/policy). Policies apply in the order given; the core's
+// rules hold whatever they decide. Each call appends.
+func WithCheckpointPolicy(p policy.Policy) Option {
+	return func(o *options) { o.policies = append(o.policies, p) }
 }
 
 // WithMetrics exports the pipeline's metrics through m: every decision (in

@@ -14,7 +14,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/checkpointd/checkpointd/handlers"
+	"github.com/checkpointd/checkpointd/handlers/events"
 	"github.com/checkpointd/checkpointd/handlers/filter"
+	"github.com/checkpointd/checkpointd/handlers/policy"
 	"github.com/checkpointd/checkpointd/infra/adminpoll"
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/infra/health"
@@ -55,6 +57,8 @@ type Pipeline struct {
 
 	translate *message.Router
 	commit    *message.Router // nil when sync.group.offsets.enabled=false
+	events    *events.Bus     // the users' typed event handlers; nil if none
+	running   chan struct{}   // closed once the routers run
 
 	traceGroups map[string]string       // handler -> consumer group, for span attributes
 	probes      []*metrics.ClusterProbe // clusters /readyz checks
@@ -82,8 +86,15 @@ func New(ctx context.Context, cfg *config.Config, opt ...Option) (*Pipeline, err
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
+	if err := checkExtensions(cfg, &o); err != nil {
+		return nil, err
+	}
 	p := &Pipeline{cfg: cfg, opts: o, logger: o.logger, traceGroups: make(map[string]string),
-		health: health.New(cfg.StageFailureTimeout, o.logger)}
+		health: health.New(cfg.StageFailureTimeout, o.logger), running: make(chan struct{})}
+	var err error
+	if p.events, err = p.newEventBus(); err != nil {
+		return nil, err
+	}
 	if err := p.build(ctx); err != nil {
 		p.close()
 		return nil, err
@@ -141,6 +152,9 @@ func (p *Pipeline) build(ctx context.Context) error {
 	p.closers = append(p.closers, pub.Close)
 	target := clusterName("target", p.cfg.TargetAlias)
 	pub = healthPublisher{Publisher: pub, stage: p.health.Stage(StageCheckpointWriter, target, readerRetryGap)}
+	if p.events != nil {
+		pub = events.WrittenPublisher{Publisher: pub, Bus: p.events}
+	}
 
 	observer := p.observer()
 
@@ -187,6 +201,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		Shards:          p.shards,
 		CheckpointLog:   p.restoreLog,
 		RestoreRetry:    p.cfg.SyncGroupOffsetsInterval,
+		Veto:            p.opts.policy().Veto,
 	})
 	if err != nil {
 		return err
@@ -227,8 +242,8 @@ func (p *Pipeline) build(ctx context.Context) error {
 	if commitTopic == kafkalog.ConsumerOffsetsTopic {
 		p.traceGroups["translate_commits"] = p.cfg.GroupID
 	}
-	if p.opts.translateHook != nil {
-		p.opts.translateHook(p.translate)
+	if err := runHooks("translate", p.translate, p.opts.translateHooks); err != nil {
+		return err
 	}
 
 	// Commit stage.
@@ -294,6 +309,23 @@ func (p *Pipeline) instrument(targetClient sarama.Client) error {
 		func() float64 { return float64(len(p.shards.Owned())) })
 	m.CounterFunc(metrics.CounterCheckpointsDisowned, "Decided checkpoints dropped unwritten because their group's shard moved to another instance.",
 		func() float64 { return float64(p.outbox.Stats().Disowned) })
+	if p.events != nil {
+		sum := func(f func(events.Stats) int64) func() float64 {
+			return func() float64 {
+				var n int64
+				for _, st := range p.events.Stats() {
+					n += f(st)
+				}
+				return float64(n)
+			}
+		}
+		m.GaugeFunc(metrics.GaugeEventsQueued, "Events waiting for the users' event handlers, over all handlers.",
+			sum(func(st events.Stats) int64 { return int64(st.Queued) }))
+		m.CounterFunc(metrics.CounterEventsDropped, "Events an event handler lost because its queue was full (the pipeline never waits for a handler).",
+			sum(func(st events.Stats) int64 { return st.Dropped }))
+		m.CounterFunc(metrics.CounterEventsFailed, "Events an event handler failed on after its last retry.",
+			sum(func(st events.Stats) int64 { return st.Failed }))
+	}
 	if p.syncer != nil {
 		m.GaugeFunc(metrics.GaugeTargetGroupsPending, "Target groups with checkpoints not yet committed (commit stage).",
 			func() float64 { return float64(p.syncer.Pending()) })
@@ -342,7 +374,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			return fmt.Errorf("target groups: %w", err)
 		}
 		p.closers = append(p.closers, tg.Close) // its commit connections; closed before targetClient
-		var target targetgroup.Groups = healthTargetGroups{Groups: targetgroups.SyncTarget{Client: tg},
+		var target targetgroup.Groups = healthTargetGroups{Groups: policy.RenameGroups(targetgroups.SyncTarget{Client: tg}, p.opts.policy().TargetGroup, p.logger),
 			stage: p.health.Stage(StageTargetCommits, clusterName("target", p.cfg.TargetAlias), p.cfg.SyncGroupOffsetsInterval)}
 		if p.opts.tracer != nil {
 			target = telemetry.TraceTargetGroups(target, p.opts.tracer)
@@ -390,8 +422,8 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 		r.AddConsumerHandler(h.name, topics.Checkpoints, sub, h.fn)
 		p.traceGroups[h.name] = p.cfg.GroupID + "-handler-" + h.name
 	}
-	if p.opts.commitHook != nil {
-		p.opts.commitHook(r)
+	if err := runHooks("commit", r, p.opts.commitHooks); err != nil {
+		return err
 	}
 	p.commit = r
 	return nil
@@ -455,6 +487,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.syncer != nil {
 		g.Go(func() error { return p.syncer.Run(gctx) })
 	}
+	g.Go(func() error { return p.runEvents(gctx) })
+	go p.markRunning(gctx)
 	err := g.Wait()
 	stopOutbox() // routers are closed: nothing more is decided; drain what is queued
 	<-outboxDone
@@ -496,13 +530,44 @@ func compactedTopic() map[string]*string {
 	return map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("3600000")}
 }
 
-// observer joins the user's observer (WithObserver) and the metrics, if any.
+// observer joins the user's observer (WithObserver), the metrics and the
+// event handlers' bus, if any.
 func (p *Pipeline) observer() handlers.Observer {
 	obs := []handlers.Observer{p.opts.observer}
 	if p.opts.metrics != nil { // a nil *Metrics in the interface would not be nil
 		obs = append(obs, p.opts.metrics)
 	}
+	if p.events != nil {
+		obs = append(obs, &events.Observer{Bus: p.events, TargetGroup: p.opts.policy().TargetGroup,
+			UpstreamTopic: p.cfg.Policy.UpstreamTopic})
+	}
 	return handlers.JoinObservers(obs...)
+}
+
+// Running is closed once the routers are running, like a Watermill
+// router's Running.
+func (p *Pipeline) Running() <-chan struct{} { return p.running }
+
+func (p *Pipeline) markRunning(ctx context.Context) {
+	routers := []*message.Router{p.translate}
+	if p.commit != nil {
+		routers = append(routers, p.commit)
+	}
+	for _, r := range routers {
+		select {
+		case <-r.Running():
+		case <-ctx.Done():
+			return
+		}
+	}
+	close(p.running)
+}
+
+// Close releases the connections of a pipeline that New built and Run was
+// not called on; Run releases them itself when it returns.
+func (p *Pipeline) Close() error {
+	p.close()
+	return nil
 }
 
 // newCommitLog makes sure the commit log topic exists on the target and

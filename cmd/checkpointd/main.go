@@ -22,6 +22,8 @@ target cluster, in MirrorMaker 2's checkpoint format.
 Usage:
   checkpointd run       --config FILE [--set key=value ...]   run the service
   checkpointd validate  --config FILE [--set key=value ...]   print the effective config and every problem
+      --handler NAME (repeatable)                             also list the consumer group of your program's
+                                                              checkpoint handler NAME (WithCheckpointHandler)
   checkpointd translate --config FILE --group G [...]         translated offsets from the checkpoints topic
       --group G (repeatable) | --all-groups                   which groups (default: all; --apply needs one)
       --format table|json|csv                                 csv: the reset plan of kafka-consumer-groups

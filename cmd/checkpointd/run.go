@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -215,12 +216,15 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	var cf configFlags
 	cf.register(fs)
+	var handlers repeated
+	fs.Var(&handlers, "handler", "name of a checkpoint handler your program adds with pipeline.WithCheckpointHandler, to list its consumer group (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if cf.path == "" {
 		return fmt.Errorf("--config is required")
 	}
+	handlerErr := checkHandlerNames(handlers)
 	cfgs, report, err := config.LoadFlows(cf.path, cf.sets, os.Environ())
 	for _, cfg := range cfgs {
 		header := "# effective configuration (secrets redacted)"
@@ -239,13 +243,14 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintln(stdout, "# resolved from config providers:")
 			fmt.Fprintln(stdout, strings.Join(provided, "\n"))
 		}
+		printConsumerGroups(stdout, cfg, handlers)
 	}
 	if report != nil {
 		for _, w := range report.Warnings {
 			fmt.Fprintln(stdout, "warning:", w)
 		}
 	}
-	if err != nil {
+	if err := errors.Join(err, handlerErr); err != nil {
 		return err
 	}
 	if len(cfgs) > 1 {

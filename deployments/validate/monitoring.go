@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
@@ -27,10 +28,10 @@ var externalMetrics = []string{"up", "kube_deployment_status_replicas_unavailabl
 func CheckpointdMetrics() (map[string]dto.MetricType, error) {
 	m := metrics.New(metrics.Config{Source: "s", Target: "t", GroupLabels: true, Registry: prometheus.NewRegistry()})
 	tp := messages.TopicPartition{Topic: "s.t", Partition: 0}
-	m.CheckpointEmitted(messages.Checkpoint{Group: "g", TopicPartition: tp}, time.Now())
-	m.CheckpointSkipped("g", tp, "no_sync_yet")
+	m.CheckpointEmitted(context.Background(), messages.Checkpoint{Group: "g", TopicPartition: tp}, time.Now())
+	m.CheckpointSkipped(context.Background(), "g", tp, 0, messages.SkipNoSyncYet)
 	m.RecordMalformed("t", 0, 0, nil)
-	m.TargetResult("g", tp, targetgroup.Committed, time.Now(), time.Now())
+	m.TargetResult(context.Background(), "g", tp, targetgroup.Committed, time.Now(), time.Now())
 	m.ReaderRecord("t", 0, 1, 2)
 	for _, name := range metrics.PipelineGauges {
 		if strings.HasSuffix(name, "_total") {

@@ -1,7 +1,7 @@
 // Command audit is checkpointd with one handler of your own plugged in: it
-// writes a JSON line for every checkpoint on the target's checkpoints topic
-// (whether checkpointd or Java MM2 wrote it), and adds a middleware that
-// counts messages on the commit router.
+// writes a JSON line for every checkpoint decision this instance makes
+// (emitted, or skipped and why), through the typed event API: no envelope,
+// no record decoding.
 //
 //	go run ./examples/audit --config mm2-checkpoint.yaml
 package main
@@ -17,14 +17,11 @@ import (
 	"os"
 	"os/signal"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
-	"github.com/ThreeDotsLabs/watermill/message"
-
+	"github.com/checkpointd/checkpointd/handlers/events"
 	"github.com/checkpointd/checkpointd/infra/config"
-	"github.com/checkpointd/checkpointd/messages"
-	"github.com/checkpointd/checkpointd/messages/envelope"
+	"github.com/checkpointd/checkpointd/messages/event"
 	"github.com/checkpointd/checkpointd/pipeline"
 )
 
@@ -33,56 +30,13 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *path, os.Stdout, slog.Default()); err != nil {
+	if err := load(ctx, *path); err != nil {
 		fmt.Fprintln(os.Stderr, "audit:", err)
 		os.Exit(1)
 	}
 }
 
-// auditLine is what the audit handler writes for each checkpoint.
-type auditLine struct {
-	Group      string `json:"group"`
-	Topic      string `json:"topic"`
-	Partition  int32  `json:"partition"`
-	Upstream   int64  `json:"upstream_offset"`
-	Downstream int64  `json:"downstream_offset"`
-	LogOffset  int64  `json:"log_offset"`
-	Replay     bool   `json:"replay"` // read while catching up with the topic at start
-}
-
-// auditor is the handler: it turns checkpoint records into audit lines.
-type auditor struct {
-	mu     sync.Mutex
-	out    io.Writer
-	replay bool
-}
-
-func (a *auditor) handle(msg *message.Message) error {
-	if ctl, _, _, ok := envelope.ControlOf(msg); ok {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		switch ctl {
-		case envelope.Assigned:
-			a.replay = true
-		case envelope.CaughtUp:
-			a.replay = false
-		}
-		return nil
-	}
-	rec, err := envelope.ToRecord(msg)
-	if err != nil {
-		return err
-	}
-	cp, err := messages.DecodeCheckpoint(rec.Key, rec.Value)
-	if err != nil {
-		return nil // not a checkpoint: an audit has nothing to say about it
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return json.NewEncoder(a.out).Encode(auditLine{cp.Group, cp.Topic, cp.Partition, cp.UpstreamOffset, cp.DownstreamOffset, rec.Offset, a.replay})
-}
-
-func run(ctx context.Context, path string, out io.Writer, logger *slog.Logger) error {
+func load(ctx context.Context, path string) error {
 	if path == "" {
 		return errors.New("--config is required")
 	}
@@ -90,23 +44,33 @@ func run(ctx context.Context, path string, out io.Writer, logger *slog.Logger) e
 	if err != nil {
 		return err
 	}
-	var seen atomic.Int64
-	countMessages := func(h message.HandlerFunc) message.HandlerFunc {
-		return func(msg *message.Message) ([]*message.Message, error) {
-			seen.Add(1)
-			return h(msg)
-		}
-	}
-	a := &auditor{out: out}
+	return run(ctx, cfg, os.Stdout, slog.Default())
+}
+
+// auditor writes one JSON line per decision.
+type auditor struct {
+	mu  sync.Mutex
+	out *json.Encoder
+}
+
+func (a *auditor) decided(_ context.Context, d event.CheckpointDecided) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.out.Encode(d)
+}
+
+func run(ctx context.Context, cfg *config.Config, out io.Writer, logger *slog.Logger) error {
+	a := &auditor{out: json.NewEncoder(out)}
 	p, err := pipeline.New(ctx, cfg,
 		pipeline.WithLogger(logger),
-		pipeline.WithCheckpointHandler("audit_checkpoints", a.handle),
-		pipeline.WithCommitMiddleware(countMessages),
+		pipeline.WithEventHandler(events.AddNoPublisherHandler("audit_decisions", a.decided)),
 	)
 	if err != nil {
 		return err
 	}
 	err = p.Run(ctx)
-	logger.Info("audit stopped", "commit_router_messages", seen.Load())
+	for _, st := range p.EventStats() {
+		logger.Info("audit stopped", "handler", st.Handler, "handled", st.Handled, "dropped", st.Dropped, "failed", st.Failed)
+	}
 	return err
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"regexp"
@@ -33,11 +34,11 @@ func knownMetrics(t *testing.T) map[string]dto.MetricType {
 	t.Helper()
 	m := New(Config{Source: "src", Target: "tgt", GroupLabels: true, Registry: prometheus.NewRegistry()})
 	tp := messages.TopicPartition{Topic: "src.t", Partition: 0}
-	m.CheckpointEmitted(messages.Checkpoint{Group: "g", TopicPartition: tp}, time.Now())
-	m.CheckpointSkipped("g", tp, "no_sync_yet")
+	m.CheckpointEmitted(context.Background(), messages.Checkpoint{Group: "g", TopicPartition: tp}, time.Now())
+	m.CheckpointSkipped(context.Background(), "g", tp, 0, messages.SkipNoSyncYet)
 	m.RecordMalformed("t", 0, 0, nil)
 	m.GateOpened()
-	m.TargetResult("g", tp, targetgroup.Committed, time.Now(), time.Now())
+	m.TargetResult(context.Background(), "g", tp, targetgroup.Committed, time.Now(), time.Now())
 	m.ReaderRecord("t", 0, 1, 2)
 	for _, name := range PipelineGauges {
 		m.GaugeFunc(name, name, func() float64 { return 1 })

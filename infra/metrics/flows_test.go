@@ -30,7 +30,7 @@ func TestFlowsShareOneRegistry(t *testing.T) {
 	flows := []struct{ source, target string }{{"A", "B"}, {"B", "A"}}
 	for i, f := range flows {
 		m := New(Config{Source: f.source, Target: f.target, GroupLabels: true, Registry: reg})
-		m.CheckpointEmitted(messages.Checkpoint{Group: "g", TopicPartition: messages.TopicPartition{Topic: "orders", Partition: 0}}, time.Time{})
+		m.CheckpointEmitted(context.Background(), messages.Checkpoint{Group: "g", TopicPartition: messages.TopicPartition{Topic: "orders", Partition: 0}}, time.Time{})
 		m.GaugeFunc(GaugeOutboxQueued, "queued", func() float64 { return float64(i + 1) })
 		m.GaugeFunc(GaugeOutboxQueued, "queued", func() float64 { return float64(10 * (i + 1)) }) // replaced, not added
 		runRouterOnce(t, m)

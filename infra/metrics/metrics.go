@@ -9,6 +9,7 @@
 package metrics
 
 import (
+	"context"
 	"strconv"
 	"sync"
 	"time"
@@ -47,6 +48,7 @@ const (
 	GaugeOutboxQueued        = "outbox_queued"
 	GaugeTargetGroupsPending = "target_groups_pending"
 	GaugeShardsOwned         = "shards_owned"
+	GaugeEventsQueued        = "events_queued"
 )
 
 // Names of the counters the pipeline registers with CounterFunc.
@@ -56,13 +58,15 @@ const (
 	CounterCheckpointBatches     = "checkpoint_batches_total"
 	CounterCheckpointBatchErrors = "checkpoint_batch_failures_total"
 	CounterCheckpointsDisowned   = "checkpoints_disowned_total"
+	CounterEventsDropped         = "events_dropped_total"
+	CounterEventsFailed          = "events_failed_total"
 )
 
 // PipelineGauges lists the GaugeFunc and CounterFunc names above, for checks
 // that every metric a dashboard reads exists.
 var PipelineGauges = []string{GaugeIndexPartitions, GaugeIndexSyncs, GaugeOutboxQueued, GaugeTargetGroupsPending, GaugeShardsOwned,
 	CounterCheckpointsPublished, CounterCheckpointsSuperseded, CounterCheckpointBatches, CounterCheckpointBatchErrors,
-	CounterCheckpointsDisowned}
+	CounterCheckpointsDisowned, GaugeEventsQueued, CounterEventsDropped, CounterEventsFailed}
 
 // DefaultLatencyBuckets span a few milliseconds (event-driven checkpoints) to
 // several minutes (MM2's one-minute emit interval, retries).
@@ -164,7 +168,7 @@ func (m *Metrics) group(g string) string {
 func partition(p int32) string { return strconv.Itoa(int(p)) }
 
 // CheckpointEmitted implements handlers.Observer.
-func (m *Metrics) CheckpointEmitted(cp messages.Checkpoint, committedAt time.Time) {
+func (m *Metrics) CheckpointEmitted(_ context.Context, cp messages.Checkpoint, committedAt time.Time) {
 	g := m.group(cp.Group)
 	m.emitted.WithLabelValues(g, cp.TopicPartition.Topic).Inc()
 	if committedAt.IsZero() {
@@ -175,9 +179,15 @@ func (m *Metrics) CheckpointEmitted(cp messages.Checkpoint, committedAt time.Tim
 }
 
 // CheckpointSkipped implements handlers.Observer.
-func (m *Metrics) CheckpointSkipped(group string, _ messages.TopicPartition, reason string) {
-	m.skipped.WithLabelValues(m.group(group), reason).Inc()
+func (m *Metrics) CheckpointSkipped(_ context.Context, group string, _ messages.TopicPartition, _ int64, reason messages.SkipReason) {
+	m.skipped.WithLabelValues(m.group(group), reason.String()).Inc()
 }
+
+// SourceCommitRead implements handlers.Observer; the readers count records.
+func (m *Metrics) SourceCommitRead(context.Context, messages.OffsetsRecord, time.Time) {}
+
+// OffsetSyncApplied implements handlers.Observer; the readers count records.
+func (m *Metrics) OffsetSyncApplied(context.Context, messages.OffsetSync) {}
 
 // RecordMalformed implements handlers.Observer.
 func (m *Metrics) RecordMalformed(topic string, _ int32, _ int64, _ error) {
@@ -194,7 +204,7 @@ func (m *Metrics) GateOpened() { m.gate.Set(1) }
 // record carries in a header, so on whichever instance commits; a
 // checkpoint without it (written by MM2) is not measured. Nothing is kept
 // per (group, partition) here: at 100,000 pairs that cost 9 MB.
-func (m *Metrics) TargetResult(group string, tp messages.TopicPartition, reason targetgroup.Reason, checkpointAt, committedAt time.Time) {
+func (m *Metrics) TargetResult(_ context.Context, group string, tp messages.TopicPartition, reason targetgroup.Reason, checkpointAt, committedAt time.Time) {
 	g := m.group(group)
 	m.targetResult.WithLabelValues(g, string(reason)).Inc()
 	if reason != targetgroup.Committed && reason != targetgroup.Rewound {

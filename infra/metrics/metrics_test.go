@@ -66,12 +66,12 @@ func TestObserver(t *testing.T) {
 	m := newTest(true)
 	tp := messages.TopicPartition{Topic: "src.orders", Partition: 3}
 	cp := messages.Checkpoint{Group: "g1", TopicPartition: tp, UpstreamOffset: 10, DownstreamOffset: 7}
-	m.CheckpointEmitted(cp, time.Now().Add(-1500*time.Millisecond))
-	m.CheckpointEmitted(cp, time.Now().Add(-500*time.Millisecond))
-	m.CheckpointEmitted(messages.Checkpoint{Group: "g2", TopicPartition: tp}, time.Time{}) // no commit time: counted, not timed
-	m.CheckpointSkipped("g1", tp, "no_sync")
-	m.CheckpointSkipped("g1", tp, "no_sync")
-	m.CheckpointSkipped("g2", tp, "target_ahead")
+	m.CheckpointEmitted(context.Background(), cp, time.Now().Add(-1500*time.Millisecond))
+	m.CheckpointEmitted(context.Background(), cp, time.Now().Add(-500*time.Millisecond))
+	m.CheckpointEmitted(context.Background(), messages.Checkpoint{Group: "g2", TopicPartition: tp}, time.Time{}) // no commit time: counted, not timed
+	m.CheckpointSkipped(context.Background(), "g1", tp, 0, messages.SkipNoSyncYet)
+	m.CheckpointSkipped(context.Background(), "g1", tp, 0, messages.SkipNoSyncYet)
+	m.CheckpointSkipped(context.Background(), "g2", tp, 0, messages.SkipNotNewer)
 	m.RecordMalformed("__consumer_offsets", 4, 99, errors.New("short"))
 
 	if got := toFloat64(m.emitted.WithLabelValues("g1", "src.orders")); got != 2 {
@@ -80,8 +80,8 @@ func TestObserver(t *testing.T) {
 	if got := toFloat64(m.emitted.WithLabelValues("g2", "src.orders")); got != 1 {
 		t.Errorf("emitted{g2} = %v, want 1", got)
 	}
-	if got := toFloat64(m.skipped.WithLabelValues("g1", "no_sync")); got != 2 {
-		t.Errorf("skipped{g1,no_sync} = %v, want 2", got)
+	if got := toFloat64(m.skipped.WithLabelValues("g1", "no_sync_yet")); got != 2 {
+		t.Errorf("skipped{g1,no_sync_yet} = %v, want 2", got)
 	}
 	if got := toFloat64(m.malformed.WithLabelValues("__consumer_offsets")); got != 1 {
 		t.Errorf("malformed = %v, want 1", got)
@@ -106,8 +106,8 @@ func TestObserver(t *testing.T) {
 	// The commit stage: g1's partition commits (end-to-end measured from
 	// the source commit time in the checkpoint's header, 0.5s ago), g2's
 	// is active.
-	m.TargetResult("g2", tp, targetgroup.ActiveOnTarget, time.Now(), time.Time{})
-	m.TargetResult("g1", tp, targetgroup.Committed, time.Now().Add(-200*time.Millisecond), time.Now().Add(-500*time.Millisecond))
+	m.TargetResult(context.Background(), "g2", tp, targetgroup.ActiveOnTarget, time.Now(), time.Time{})
+	m.TargetResult(context.Background(), "g1", tp, targetgroup.Committed, time.Now().Add(-200*time.Millisecond), time.Now().Add(-500*time.Millisecond))
 	if got := toFloat64(m.targetResult.WithLabelValues("g1", "committed")); got != 1 {
 		t.Errorf("target_commits{g1,committed} = %v", got)
 	}
@@ -127,13 +127,13 @@ func TestObserver(t *testing.T) {
 	}
 	// A checkpoint without the header (one MM2 wrote) has no source commit
 	// time to measure from.
-	m.TargetResult("g1", tp, targetgroup.Committed, time.Now(), time.Time{})
+	m.TargetResult(context.Background(), "g1", tp, targetgroup.Committed, time.Now(), time.Time{})
 	if count, _ := histogram(t, m.reg, "checkpointd_end_to_end_delay_seconds", map[string]string{"group": "g1"}); count != 1 {
 		t.Errorf("end-to-end after a repeat commit: %d samples, want 1", count)
 	}
 	// A checkpoint emitted by another instance carries the source commit
 	// time in its header too: the instance that commits it measures from that.
-	m.TargetResult("g3", tp, targetgroup.Committed, time.Now(), time.Now().Add(-300*time.Millisecond))
+	m.TargetResult(context.Background(), "g3", tp, targetgroup.Committed, time.Now(), time.Now().Add(-300*time.Millisecond))
 	count, sum = histogram(t, m.reg, "checkpointd_end_to_end_delay_seconds", map[string]string{"group": "g3"})
 	if count != 1 || sum < 0.29 || sum > 5 {
 		t.Errorf("end-to-end{g3} from the header's commit time: count %d sum %.3f, want one sample of about 0.3s", count, sum)
@@ -154,9 +154,9 @@ func TestGroupLabelsOff(t *testing.T) {
 	tp := messages.TopicPartition{Topic: "t", Partition: 0}
 	for _, g := range []string{"a", "b", "c"} {
 		committedAt := time.Now()
-		m.CheckpointEmitted(messages.Checkpoint{Group: g, TopicPartition: tp}, committedAt)
-		m.CheckpointSkipped(g, tp, "no_sync")
-		m.TargetResult(g, tp, targetgroup.Committed, time.Now(), committedAt)
+		m.CheckpointEmitted(context.Background(), messages.Checkpoint{Group: g, TopicPartition: tp}, committedAt)
+		m.CheckpointSkipped(context.Background(), g, tp, 0, messages.SkipNoSyncYet)
+		m.TargetResult(context.Background(), g, tp, targetgroup.Committed, time.Now(), committedAt)
 	}
 	if got := toFloat64(m.emitted.WithLabelValues("", "t")); got != 3 {
 		t.Errorf("emitted{group=\"\"} = %v, want 3", got)

@@ -132,6 +132,24 @@ func (c *Cluster) Produce(t testing.TB, topic string, partition int32, n int) (f
 	return msgs[0].Offset, msgs[n-1].Offset
 }
 
+// ProduceRecord writes one record with key and value to one partition (an
+// offset sync as MM2 writes it, say) and returns its offset.
+func (c *Cluster) ProduceRecord(t testing.TB, topic string, partition int32, key, value []byte) int64 {
+	t.Helper()
+	producer, err := sarama.NewSyncProducer(c.Brokers(), c.SaramaConfig())
+	if err != nil {
+		t.Fatalf("producer for %s: %v", c.Alias, err)
+	}
+	defer producer.Close()
+	_, offset, err := producer.SendMessage(&sarama.ProducerMessage{
+		Topic: topic, Partition: partition, Key: sarama.ByteEncoder(key), Value: sarama.ByteEncoder(value),
+	})
+	if err != nil {
+		t.Fatalf("produce a record to %s-%d on %s: %v", topic, partition, c.Alias, err)
+	}
+	return offset
+}
+
 // CommitOffsets commits offsets for group the way a client commits for a group
 // it manages itself: generation -1, no member id, no leader epoch, no metadata.
 // The group must have no active members.
