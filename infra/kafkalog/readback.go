@@ -11,9 +11,12 @@ import (
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )
 
-// readBackBytes bounds one fetch of ReadBack: a few hundred thousand small
-// records per round trip.
-const readBackBytes = 16 << 20
+// readBackBytes bounds one fetch of ReadBack: about 15,000 checkpoint
+// records. Larger fetches read no faster on loopback (BenchmarkReadBack:
+// the same 0.08 s for 300k records at 1 and 16 MiB) but each answer is
+// decoded whole, and at 16 MiB a hand-over under load doubled the
+// process's peak RSS.
+const readBackBytes = 1 << 20
 
 // ReadBack reads topic once, from each partition's oldest offset to the end
 // offset it has when the read starts, and calls fn for every record, in
