@@ -603,14 +603,15 @@ const restoreBatch = 4096
 
 // checkpointLog reads the checkpoints topic back for a new owner of shards;
 // the checkpointer and the commit stage share the one made at build, and so
-// share the reads of a hand-over.
+// share the reads of a hand-over: both start theirs from the same
+// assignment, after the same restore gather, so 10 ms lets them meet.
 func (p *Pipeline) checkpointLog() (*kafkalog.CheckpointLog, error) {
 	sc, err := p.cfg.SaramaConfig(config.TargetConsumer)
 	if err != nil {
 		return nil, fmt.Errorf("target consumer config: %w", err)
 	}
 	target := clusterName("target", p.cfg.TargetAlias)
-	return &kafkalog.CheckpointLog{Topic: p.topics().Checkpoints, Gather: 50 * time.Millisecond, Reader: kafkalog.ReaderConfig{
+	return &kafkalog.CheckpointLog{Topic: p.topics().Checkpoints, Gather: 10 * time.Millisecond, Reader: kafkalog.ReaderConfig{
 		Brokers: p.cfg.Target.BootstrapServers, Sarama: sc, Cluster: target, Logger: p.logger, BatchRecords: restoreBatch,
 		Observer: stageObserver{stage: p.health.Stage(StageShardRestore, target, readerRetryGap)}}}, nil
 }
