@@ -189,8 +189,28 @@ func startCheckpointd(t *testing.T, bin, dir string, props, extra map[string]str
 		t.Fatalf("start checkpointd: %v", err)
 	}
 	go func() { c.err = c.cmd.Wait(); close(c.done) }()
-	t.Cleanup(func() { c.stop() })
+	t.Cleanup(func() {
+		c.stop()
+		keepLog(t, c.logPath)
+	})
 	return c
+}
+
+// keepLog copies an instance's log into $CHECKPOINTD_SCALE_LOGS, if set,
+// named after the test and its start folder, for reading a run afterwards.
+func keepLog(t *testing.T, path string) {
+	dir := os.Getenv("CHECKPOINTD_SCALE_LOGS")
+	if dir == "" {
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err == nil {
+		name := strings.NewReplacer("/", "_").Replace(t.Name()) + "-" + filepath.Base(filepath.Dir(path)) + ".log"
+		err = os.WriteFile(filepath.Join(dir, name), b, 0o644)
+	}
+	if err != nil {
+		t.Logf("keep log %s: %v", path, err)
+	}
 }
 
 func (c *cpd) pid() int { return c.cmd.Process.Pid }

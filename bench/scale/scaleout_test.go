@@ -171,6 +171,13 @@ type killResult struct {
 	Resumed    dur `json:"resumed_after"`
 	ResumeWait dur `json:"resume_wait"`
 	NotResumed int `json:"not_resumed"`
+	// HandedOver: from the kill until the target had the first post-kill
+	// commit of every killed group that made one within the session
+	// timeout of the kill (HandedOverGroups of them). Those commits had to
+	// wait for the hand-over, so this times the hand-over itself, not the
+	// load's commit schedule, which Resumed also holds.
+	HandedOver       dur `json:"handed_over_after"`
+	HandedOverGroups int `json:"handed_over_groups"`
 	// After the hand-over, a spell to the load's end: groups committed by
 	// two survivors (a correctness failure) and by none.
 	SharedAfter  int `json:"groups_committed_by_two_after"`
@@ -479,6 +486,10 @@ func analyseKill(kr killRun, pairs []reachedPair, session time.Duration) *killRe
 		}
 		res.Resumed = max(res.Resumed, dur(f.reached.Sub(kr.at)))
 		res.ResumeWait = max(res.ResumeWait, dur(max(0, f.sent.Sub(kr.at))))
+		if f.sent.Sub(kr.at) <= session {
+			res.HandedOver = max(res.HandedOver, dur(f.reached.Sub(kr.at)))
+			res.HandedOverGroups++
+		}
 	}
 	if res.NotResumed > 0 {
 		res.Resumed = -1
@@ -524,9 +535,9 @@ func (ph phaseResult) scaleOutSummary() string {
 	}
 	if k := so.Kill; k != nil {
 		fmt.Fprintf(&b, " kill of %s at %s (%d groups; %d others, %d unowned): its groups' commits made after the kill on the target %s after it "+
-			"(of which waiting for the commit %s; %d not resumed); others' longest delay %s after vs %s before; "+
+			"(of which waiting for the commit %s; %d not resumed), those made within the session %s after it; others' longest delay %s after vs %s before; "+
 			"after the hand-over %d groups committed by two, %d by none",
-			k.Instance, k.At, k.Groups, k.OtherGroups, k.Unowned, k.Resumed, k.ResumeWait, k.NotResumed,
+			k.Instance, k.At, k.Groups, k.OtherGroups, k.Unowned, k.Resumed, k.ResumeWait, k.NotResumed, k.HandedOver,
 			msf(k.OthersMaxDelayMS), msf(k.OthersMaxDelayBeforeMS), k.SharedAfter, k.UnownedAfter)
 	}
 	return strings.TrimSuffix(b.String(), ";")
@@ -584,11 +595,12 @@ func writeScaleOut(md *strings.Builder, sr scenarioResult) {
 		if ph.ScaleOut != nil && ph.ScaleOut.Kill != nil {
 			k := ph.ScaleOut.Kill
 			fmt.Fprintf(md, "- kill: %s SIGKILLed at %s (session timeout %s); it committed %d groups in the spell before, the others %d, none %d. "+
-				"Its groups had a source commit made after the kill on the target %s after it (of which waiting for that commit to be made: up to %s; %d never). "+
+				"Its groups had a source commit made after the kill on the target %s after it (of which waiting for that commit to be made: up to %s; %d never); "+
+				"the %d of them that committed within the session timeout of the kill, waiting for the hand-over, were on the target %s after it. "+
 				"The other groups' longest source commit -> target delay from 2 s before the kill to the load's last 10 s: %s (before the kill: %s). "+
 				"After the hand-over: %d groups committed by two instances, %d by none in a spell to the load's end.\n",
 				k.Instance, k.At, k.SessionTimeout, k.Groups, k.OtherGroups, k.Unowned, k.Resumed, k.ResumeWait, k.NotResumed,
-				msf(k.OthersMaxDelayMS), msf(k.OthersMaxDelayBeforeMS), k.SharedAfter, k.UnownedAfter)
+				k.HandedOverGroups, k.HandedOver, msf(k.OthersMaxDelayMS), msf(k.OthersMaxDelayBeforeMS), k.SharedAfter, k.UnownedAfter)
 		}
 	}
 	fmt.Fprintf(md, "\n")
