@@ -36,6 +36,10 @@ func ReadBack(ctx context.Context, cfg ReaderConfig, topic string, fn func(envel
 	if err := cfg.validate(); err != nil {
 		return fmt.Errorf("read back %s: %w", topic, err)
 	}
+	// Ready once the read is done, not on connecting: a read retried after
+	// a denied fetch would otherwise clear the failure at each attempt.
+	obs := cfg.Observer
+	cfg.Observer = failuresOnly{obs}
 	log := cfg.logger(topic)
 	client := connect(ctx, &cfg, cfg.saramaConfig(), log)
 	if client == nil {
@@ -67,8 +71,15 @@ func ReadBack(ctx context.Context, cfg ReaderConfig, topic string, fn func(envel
 			return err
 		}
 	}
+	obs.ReadReady(topic)
 	return nil
 }
+
+// failuresOnly passes on an Observer's failures and nothing else.
+type failuresOnly struct{ Observer }
+
+func (failuresOnly) RecordRead(string, int32, int64, int64) {}
+func (failuresOnly) ReadReady(string)                       {}
 
 // backReader is one ReadBack's state.
 type backReader struct {
@@ -101,11 +112,12 @@ func (r *backReader) partition(ctx context.Context, p int32, from, end int64) er
 			}
 		}
 		if err != nil {
+			err = fmt.Errorf("read back partition %d of %s at offset %d: %w", p, r.topic, from, err)
+			r.cfg.Observer.ReadFailed(r.topic, err)
 			if !stale(err) && !retriable(err) {
-				return fmt.Errorf("read back partition %d of %s at offset %d: %w", p, r.topic, from, err)
+				return err
 			}
 			_ = r.client.RefreshMetadata(r.topic)
-			r.cfg.Observer.ReadFailed(r.topic, fmt.Errorf("fetch partition %d at offset %d: %w", p, from, err))
 			if !pause(ctx, bo) {
 				return ctx.Err()
 			}
