@@ -120,6 +120,8 @@ func TestAuditOnRealKafka(t *testing.T) {
 	bed.Source.CreateTopic(t, topic, 1, nil)
 	bed.Target.CreateTopic(t, bed.Source.Alias+"."+topic, 1, nil)
 	syncs := fmt.Sprintf("mm2-offset-syncs.%s.internal", bed.Target.Alias)
+	// MM2 creates its offset-syncs topic; without MM2 in this test, create it as MM2 does.
+	bed.Source.EnsureTopic(t, syncs, 1, map[string]string{"cleanup.policy": "compact"})
 	producer, err := sarama.NewSyncProducer([]string{bed.Source.Bootstrap}, func() *sarama.Config {
 		c := bed.Source.SaramaConfig()
 		c.Producer.Return.Successes = true

@@ -30,6 +30,8 @@ func TestRenameOnRealKafka(t *testing.T) {
 	bed.Target.CreateTopic(t, remote, 1, nil)
 	bed.Target.Produce(t, remote, 0, 10) // the translated offset exists on the target
 	s := messages.OffsetSync{TopicPartition: messages.TopicPartition{Topic: orders}, UpstreamOffset: 5, DownstreamOffset: 5}
+	// MM2 creates its offset-syncs topic; without MM2 in this test, create it as MM2 does.
+	bed.Source.EnsureTopic(t, bed.OffsetSyncsTopic(), 1, map[string]string{"cleanup.policy": "compact"})
 	bed.Source.ProduceRecord(t, bed.OffsetSyncsTopic(), 0, s.Key(), s.Value())
 	for _, g := range []string{app, tmp} {
 		bed.Source.CommitOffsets(t, g, map[messages.TopicPartition]int64{{Topic: orders}: 10})

@@ -33,6 +33,8 @@ func TestWebhookOnRealKafka(t *testing.T) {
 	bed.Source.CreateTopic(t, orders, 1, nil)
 	bed.Target.CreateTopic(t, bed.Source.Alias+"."+orders, 1, nil)
 	bed.Source.CreateTopic(t, payments, 1, nil) // never mirrored: the target has no remote topic
+	// MM2 creates its offset-syncs topic; without MM2 in this test, create it as MM2 does.
+	bed.Source.EnsureTopic(t, bed.OffsetSyncsTopic(), 1, map[string]string{"cleanup.policy": "compact"})
 	for _, s := range []messages.OffsetSync{
 		{TopicPartition: messages.TopicPartition{Topic: orders}, UpstreamOffset: 5, DownstreamOffset: 5},
 		{TopicPartition: messages.TopicPartition{Topic: payments}, UpstreamOffset: 1, DownstreamOffset: 1},
