@@ -116,6 +116,9 @@ var scenarios = []scenario{
 	// Scale-out (see scaleout_test.go): not in the default run; "scaleout"
 	// selects these.
 	{Name: "scaleout-first-start-1k-100p", Kind: "first-start", Groups: 1000, Partitions: 100, Instances: 3},
+	// Three times the pairs: what part of an instance's memory is its own
+	// (runtime, clients) and what part grows with the pairs it owns.
+	{Name: "scaleout-first-start-3k-100p", Kind: "first-start", Groups: 3000, Partitions: 100, Instances: 3},
 	// Freshness with one instance and with three, as steady-100 and
 	// steady-1k-500 measure it.
 	{Name: "scaleout-steady-100", Kind: "steady", Groups: 100, Partitions: 4, Rate: 400, Load: dur(60 * time.Second), Instances: 3},
