@@ -116,14 +116,20 @@ func (m *cpuMeter) used() float64 { return m.total() - m.base }
 
 // ---- checkpointd as a separate process -----------------------------------------------
 
-// buildCheckpointd builds the binary from this module into dir.
-func buildCheckpointd(t *testing.T, root, dir string) string {
+// buildCheckpointd builds the binary from this module into dir: checkpointd,
+// or with noop the same service plus no-op typed handlers, which takes the
+// same command line.
+func buildCheckpointd(t *testing.T, root, dir string, noop bool) string {
 	t.Helper()
+	pkg := "./cmd/checkpointd"
+	if noop {
+		pkg = "./bench/scale/cmd/noophandler"
+	}
 	bin := filepath.Join(dir, "checkpointd")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/checkpointd")
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/checkpointd: %v\n%s", err, out)
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
 }

@@ -163,6 +163,7 @@ type runResult struct {
 	ConnectJVM   string            `json:"connect_jvm_flags"`
 	Tree         string            `json:"checkpointd_tree"`
 	ExtraProps   map[string]string `json:"checkpointd_extra_props,omitempty"` // CHECKPOINTD_SCALE_PROPS
+	NoopHandler  bool              `json:"checkpointd_noop_handler"`          // CHECKPOINTD_SCALE_NOOP_HANDLER
 	Scenarios    []scenarioResult  `json:"scenarios"`
 }
 
