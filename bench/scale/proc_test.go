@@ -304,6 +304,10 @@ type scrape struct {
 	// (target partitions committed) by group label: "" when the instance
 	// runs without checkpointd.metrics.group.labels.
 	Committed map[string]float64
+	// EventsDropped is checkpointd_events_dropped_total: events typed
+	// handlers lost to a full queue (CHECKPOINTD_SCALE_NOOP_HANDLER); a
+	// handler that drops does less work, so its overhead reads low.
+	EventsDropped float64
 }
 
 // scrape reads c's /metrics once.
@@ -336,6 +340,8 @@ func (c *cpd) scrape(timeout time.Duration) (scrape, error) {
 			if strings.Contains(labels, `topic="__consumer_offsets"`) {
 				out.ReaderLag = max(out.ReaderLag, 0) + v
 			}
+		case "checkpointd_events_dropped_total":
+			out.EventsDropped += v
 		case "checkpointd_target_groups_pending":
 			out.Pending = max(out.Pending, 0) + v
 		case "checkpointd_target_commits_total":

@@ -610,6 +610,9 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string, n int) phaseResult {
 			ph.ReadyzMaxMS = int(slowest.Milliseconds())
 		}
 		for i, c := range cs {
+			if sc, err := c.scrape(5 * time.Second); err == nil {
+				ph.EventsDropped += int64(sc.EventsDropped)
+			}
 			c.saveMetrics()
 			for _, l := range problems(c.logTail(400)) {
 				if len(cs) > 1 {
