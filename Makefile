@@ -98,6 +98,10 @@ bench-ready: jars
 # worker, same clusters and load; JSON, report and plots in bench/results/.
 # CHECKPOINTD_SCALE_SCENARIOS=all (or a list; scaleout: the checkpointd 1 vs 3
 # instance scenarios) and CHECKPOINTD_SCALE_TIME=0.25 select.
+# CHECKPOINTD_SCALE_NOOP_HANDLER=1 runs bench/scale/cmd/noophandler in
+# checkpointd's place: the same service plus no-op typed handlers for
+# checkpoint decisions and target commit results, for their overhead (a row
+# with and without it; the JSON's checkpointd_noop_handler says which).
 bench-scale: jars
 	CHECKPOINTD_SCALE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestScale$$' -v ./bench/scale/
 

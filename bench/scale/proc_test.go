@@ -116,14 +116,20 @@ func (m *cpuMeter) used() float64 { return m.total() - m.base }
 
 // ---- checkpointd as a separate process -----------------------------------------------
 
-// buildCheckpointd builds the binary from this module into dir.
-func buildCheckpointd(t *testing.T, root, dir string) string {
+// buildCheckpointd builds the binary from this module into dir: checkpointd,
+// or with noop the same service plus no-op typed handlers, which takes the
+// same command line.
+func buildCheckpointd(t *testing.T, root, dir string, noop bool) string {
 	t.Helper()
+	pkg := "./cmd/checkpointd"
+	if noop {
+		pkg = "./bench/scale/cmd/noophandler"
+	}
 	bin := filepath.Join(dir, "checkpointd")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/checkpointd")
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/checkpointd: %v\n%s", err, out)
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
 }
@@ -298,6 +304,10 @@ type scrape struct {
 	// (target partitions committed) by group label: "" when the instance
 	// runs without checkpointd.metrics.group.labels.
 	Committed map[string]float64
+	// EventsDropped is checkpointd_events_dropped_total: events typed
+	// handlers lost to a full queue (CHECKPOINTD_SCALE_NOOP_HANDLER); a
+	// handler that drops does less work, so its overhead reads low.
+	EventsDropped float64
 }
 
 // scrape reads c's /metrics once.
@@ -330,6 +340,8 @@ func (c *cpd) scrape(timeout time.Duration) (scrape, error) {
 			if strings.Contains(labels, `topic="__consumer_offsets"`) {
 				out.ReaderLag = max(out.ReaderLag, 0) + v
 			}
+		case "checkpointd_events_dropped_total":
+			out.EventsDropped += v
 		case "checkpointd_target_groups_pending":
 			out.Pending = max(out.Pending, 0) + v
 		case "checkpointd_target_commits_total":

@@ -67,6 +67,9 @@ func writeResults(t *testing.T, dir string, run *runResult) {
 	if len(run.ExtraProps) > 0 {
 		fmt.Fprintf(&md, "- checkpointd properties set for this run (%s): %s.\n", extraEnv, formatProps(run.ExtraProps))
 	}
+	if run.NoopHandler {
+		fmt.Fprintf(&md, "- checkpointd ran with two no-op typed event handlers, for checkpoint decisions and target commit results (%s, bench/scale/cmd/noophandler).\n", noopEnv)
+	}
 	fmt.Fprintf(&md, "- MM2: `MirrorCheckpointConnector` alone in a Connect standalone worker (`ConnectStandalone`), JVM flags `%s`, "+
 		"emit.checkpoints.interval.seconds=1, sync.group.offsets.enabled=true, sync.group.offsets.interval.seconds=1, refresh.groups.interval.seconds=2.\n", run.ConnectJVM)
 	fmt.Fprintf(&md, "- Offset syncs: %s.\n", run.OffsetSyncs)

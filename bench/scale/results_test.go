@@ -163,6 +163,7 @@ type runResult struct {
 	ConnectJVM   string            `json:"connect_jvm_flags"`
 	Tree         string            `json:"checkpointd_tree"`
 	ExtraProps   map[string]string `json:"checkpointd_extra_props,omitempty"` // CHECKPOINTD_SCALE_PROPS
+	NoopHandler  bool              `json:"checkpointd_noop_handler"`          // CHECKPOINTD_SCALE_NOOP_HANDLER
 	Scenarios    []scenarioResult  `json:"scenarios"`
 }
 
@@ -216,6 +217,7 @@ type phaseResult struct {
 	Threads           int     `json:"threads"`
 	MaxLoadAvg        float64 `json:"max_loadavg1"`
 	MaxReaderLag      float64 `json:"max_reader_lag"`
+	EventsDropped     int64   `json:"events_dropped"` // checkpointd: events its typed handlers lost to a full queue, at the end
 	// /readyz probed every 100 ms from the process start to the phase end
 	// (checkpointd only): how long the slowest answer took and how many
 	// took over a second.
@@ -276,6 +278,9 @@ func (ph phaseResult) summary() string {
 	rec := ""
 	if ph.RecoveredAfter != 0 {
 		rec = fmt.Sprintf("; caught up %s after the target broker served again", ph.RecoveredAfter)
+	}
+	if ph.EventsDropped > 0 {
+		rec += fmt.Sprintf("; typed event handlers dropped %d events (queue full)", ph.EventsDropped)
 	}
 	if ph.ReadyzProbes > 0 {
 		rec += fmt.Sprintf("; /readyz slowest answer %d ms, %d of %d probes over 1 s", ph.ReadyzMaxMS, ph.ReadyzSlow, ph.ReadyzProbes)

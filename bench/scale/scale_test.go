@@ -36,6 +36,9 @@ const (
 	systemsEnv   = "CHECKPOINTD_SCALE_SYSTEMS"   // "checkpointd,mm2" (default both)
 	outEnv       = "CHECKPOINTD_SCALE_OUT"       // results dir; default bench/results
 	extraEnv     = "CHECKPOINTD_SCALE_PROPS"     // extra checkpointd properties, "k=v,k=v"
+	// noopEnv=1 runs bench/scale/cmd/noophandler in checkpointd's place:
+	// the same service plus no-op typed handlers, to measure their cost.
+	noopEnv = "CHECKPOINTD_SCALE_NOOP_HANDLER"
 )
 
 // scenario is one load shape, run once per system.
@@ -180,7 +183,8 @@ func TestScale(t *testing.T) {
 		bed = kafkatest.Shared(t)
 		precreateCheckpoints(t, bed)
 	}
-	bin := buildCheckpointd(t, root, t.TempDir())
+	noop := noopHandler(t)
+	bin := buildCheckpointd(t, root, t.TempDir(), noop)
 
 	run := &runResult{
 		Started: began.UTC(), Kafka: kafkatest.KafkaVersion, Go: runtime.Version(), CPUs: runtime.NumCPU(),
@@ -189,6 +193,7 @@ func TestScale(t *testing.T) {
 		ConnectJVM:   strings.Join(kafkatest.ConnectJVMFlags, " "),
 		Tree:         treeState(root),
 		ExtraProps:   extraProps(t),
+		NoopHandler:  noop,
 	}
 	for _, sc := range selected {
 		if sc.Kind != "first-start" {
@@ -608,6 +613,9 @@ func (e *scenarioEnv) runPhase(t *testing.T, sys string, n int) phaseResult {
 			ph.ReadyzMaxMS = int(slowest.Milliseconds())
 		}
 		for i, c := range cs {
+			if sc, err := c.scrape(5 * time.Second); err == nil {
+				ph.EventsDropped += int64(sc.EventsDropped)
+			}
 			c.saveMetrics()
 			for _, l := range problems(c.logTail(400)) {
 				if len(cs) > 1 {
@@ -812,4 +820,18 @@ func extraProps(t *testing.T) map[string]string {
 		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
 	return props
+}
+
+// noopHandler reads noopEnv: whether checkpointd runs with no-op typed
+// handlers (bench/scale/cmd/noophandler).
+func noopHandler(t *testing.T) bool {
+	v := os.Getenv(noopEnv)
+	if v == "" {
+		return false
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		t.Fatalf("%s=%q: want 1 or 0", noopEnv, v)
+	}
+	return on
 }

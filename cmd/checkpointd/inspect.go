@@ -11,6 +11,7 @@ import (
 
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
+	"github.com/checkpointd/checkpointd/internal/service"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )
@@ -29,8 +30,8 @@ type inspectedRecord struct {
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cf configFlags
-	cf.register(fs)
+	var cf service.ConfigFlags
+	cf.Register(fs)
 	topicFlag := fs.String("topic", "", "offset-syncs, checkpoints, consumer-offsets, or a topic name")
 	cluster := fs.String("cluster", "", "source or target (default: where the named topic lives)")
 	follow := fs.Bool("follow", false, "keep printing new records")
@@ -39,7 +40,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := cf.load(stderr)
+	cfg, err := cf.Load(stderr)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/checkpointd/checkpointd/internal/service"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -65,7 +67,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "run":
-		return runService(ctx, rest, stdout, stderr)
+		return service.Run(ctx, version, rest, stderr)
 	case "validate":
 		return runValidate(ctx, rest, stdout, stderr)
 	case "translate":
@@ -88,9 +90,3 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errUsage
 	}
 }
-
-// repeated collects a flag given several times.
-type repeated []string
-
-func (r *repeated) String() string     { return fmt.Sprint(*r) }
-func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }

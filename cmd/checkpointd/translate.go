@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/checkpointd/checkpointd/internal/service"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/pipeline"
 )
@@ -46,7 +47,7 @@ type explanation struct {
 
 // translateFlags are the options of `checkpointd translate`.
 type translateFlags struct {
-	groups    repeated
+	groups    service.Repeated
 	allGroups bool
 	format    string
 	explain   bool
@@ -85,8 +86,8 @@ func (f *translateFlags) check() error {
 func runTranslate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("translate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cf configFlags
-	cf.register(fs)
+	var cf service.ConfigFlags
+	cf.Register(fs)
 	var tf translateFlags
 	fs.Var(&tf.groups, "group", "consumer group to translate (repeatable; default: every group in the checkpoints topic)")
 	fs.BoolVar(&tf.allGroups, "all-groups", false, "every group in the checkpoints topic (the default, except with --apply)")
@@ -105,7 +106,7 @@ func runTranslate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := tf.check(); err != nil {
 		return err
 	}
-	cfg, err := cf.load(stderr)
+	cfg, err := cf.Load(stderr)
 	if err != nil {
 		return err
 	}

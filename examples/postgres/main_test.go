@@ -19,6 +19,7 @@ import (
 	"github.com/checkpointd/checkpointd/handlers/events"
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/internal/testbed/embedded"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/internal/testbed/pgtest"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/event"
@@ -26,8 +27,9 @@ import (
 )
 
 // PostgreSQL runs in a helper process started from this test binary, as an
-// unprivileged user when the tests run as root (see pgtest).
-func TestMain(m *testing.M) { os.Exit(pgtest.RunMain(m)) }
+// unprivileged user when the tests run as root (see pgtest); kafkatest tears
+// the real-Kafka test's clusters down.
+func TestMain(m *testing.M) { os.Exit(pgtest.RunMainWith(m, kafkatest.RunMain)) }
 
 // recorder keeps the checkpoint events a second handler got, by their
 // kind and JSON, as the rows must hold them.
@@ -99,12 +101,7 @@ func readRows(ctx context.Context, db *stdsql.DB) ([]row, error) {
 // handler sees is one row, and the rows hold the emitted decision and the
 // written checkpoint of a group, and the skip of a group behind the syncs.
 func TestPostgresRowsMatchEvents(t *testing.T) {
-	db, err := stdsql.Open("pgx", pgtest.Start(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-
+	db := openDB(t)
 	pair := embedded.Start(t)
 	orders := pair.Mirror(t, "orders", 5, 5)
 	pair.Source.Commit(t, "app", orders, 10)
@@ -113,13 +110,33 @@ func TestPostgresRowsMatchEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rec := startExample(t, cfg, db)
+	awaitRows(t, db, rec, wantRows("app", "late", "source.orders"))
+}
+
+// openDB starts a PostgreSQL for t and connects to it; both end with t,
+// after what t started later (cleanups run last first).
+func openDB(t *testing.T) *stdsql.DB {
+	t.Helper()
+	db, err := stdsql.Open("pgx", pgtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// startExample runs the example with a recorder next to its forwarder until
+// t ends, and returns the recorder.
+func startExample(t *testing.T, cfg *config.Config, db *stdsql.DB) *recorder {
+	t.Helper()
 	rec := &recorder{seen: map[string]int{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, cfg, db, slog.New(slog.NewTextHandler(io.Discard, nil)), pipeline.WithEventHandler(rec.handler()))
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -129,22 +146,34 @@ func TestPostgresRowsMatchEvents(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Error("the example did not stop")
 		}
-	}()
+	})
+	return rec
+}
 
-	want := map[string]func(event.Event) bool{
-		"app emitted": func(e event.Event) bool {
+// wantRows are the rows both tests expect: app committed at 10 is emitted
+// and written as 10 -> 6 on the remote topic (one sync, 5 -> 5), late
+// committed at 2 is behind that sync.
+func wantRows(app, late, remote string) map[string]func(event.Event) bool {
+	return map[string]func(event.Event) bool{
+		app + " emitted": func(e event.Event) bool {
 			d, ok := e.(event.CheckpointDecided)
-			return ok && d.Group == "app" && d.Emitted && d.UpstreamOffset == 10 && d.DownstreamOffset == 6
+			return ok && d.Group == app && d.Emitted && d.UpstreamOffset == 10 && d.DownstreamOffset == 6
 		},
-		"app written": func(e event.Event) bool {
+		app + " written": func(e event.Event) bool {
 			w, ok := e.(event.CheckpointWritten)
-			return ok && w.Group == "app" && w.Topic == "source.orders" && w.UpstreamOffset == 10 && w.DownstreamOffset == 6
+			return ok && w.Group == app && w.Topic == remote && w.UpstreamOffset == 10 && w.DownstreamOffset == 6
 		},
-		"late behind the oldest sync": func(e event.Event) bool {
+		late + " behind the oldest sync": func(e event.Event) bool {
 			d, ok := e.(event.CheckpointDecided)
-			return ok && d.Group == "late" && !d.Emitted && d.Reason == messages.SkipBehindOldestSync
+			return ok && d.Group == late && !d.Emitted && d.Reason == messages.SkipBehindOldestSync
 		},
 	}
+}
+
+// awaitRows waits until PostgreSQL holds a row matching each of want and
+// the rows are exactly the checkpoint events rec saw.
+func awaitRows(t *testing.T, db *stdsql.DB, rec *recorder, want map[string]func(event.Event) bool) {
+	t.Helper()
 	var (
 		rows    []row
 		readErr error

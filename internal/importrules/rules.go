@@ -42,7 +42,7 @@ var Rules = []Rule{
 	{Name: "leaf packages import nothing of the project",
 		From: []string{"internal/javaregex", "internal/filelock", "infra/kafkaproto", "infra/kafkaerr"}, To: []string{"messages", "handlers", "infra", "pipeline", "cmd", "internal", "examples", "bench"}, Tests: true},
 	{Name: "production code imports no test bed",
-		From: []string{"messages", "handlers", "infra", "pipeline", "cmd/checkpointd", "examples"}, To: []string{"internal/testbed", "internal/demo"}},
+		From: []string{"messages", "handlers", "infra", "pipeline", "cmd/checkpointd", "internal/service", "examples"}, To: []string{"internal/testbed", "internal/demo"}},
 }
 
 // Binary forbids a command to link packages whose import path has one of

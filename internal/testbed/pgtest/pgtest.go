@@ -52,7 +52,14 @@ const (
 
 // RunMain runs the package's tests, or is the helper that serves
 // PostgreSQL when Start started the test binary as one.
-func RunMain(m *testing.M) int {
+func RunMain(m *testing.M) int { return RunMainWith(m, (*testing.M).Run) }
+
+// RunMainWith is RunMain for a package whose tests need another TestMain
+// too (e.g. kafkatest.RunMain): run runs the tests, and the helper never
+// calls it, so it starts nothing of its own.
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.RunMainWith(m, kafkatest.RunMain)) }
+func RunMainWith(m *testing.M, run func(*testing.M) int) int {
 	if dir := os.Getenv(envServe); dir != "" {
 		if err := serve(dir, os.Getenv(envCache), os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
@@ -60,7 +67,7 @@ func RunMain(m *testing.M) int {
 		}
 		return 0
 	}
-	return m.Run()
+	return run(m)
 }
 
 // Start starts a PostgreSQL for t and returns its connection string

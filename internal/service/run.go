@@ -1,15 +1,16 @@
-package main
+// Package service is checkpointd's service, `checkpointd run`: every flow
+// of a config, each a pipeline, with the metrics and health servers,
+// tracing and profiles. It is the command's own code, apart so that another
+// main runs exactly the same service with pipeline options of its own (the
+// system benchmark's no-op handler, bench/scale/cmd/noophandler).
+package service
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	runtimemetrics "runtime/metrics"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -24,54 +25,7 @@ import (
 	"github.com/checkpointd/checkpointd/pipeline"
 )
 
-// configFlags are the flags every command that reads a config shares.
-type configFlags struct {
-	path string
-	sets repeated
-}
-
-func (c *configFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.path, "config", "", "configuration file (YAML, JSON or .properties) with MM2 property names")
-	fs.Var(&c.sets, "set", "override one property, key=value (repeatable)")
-}
-
-// load reads the config of one flow, prints its warnings, and fails on any
-// problem.
-func (c *configFlags) load(stderr io.Writer) (*config.Config, error) {
-	if c.path == "" {
-		return nil, fmt.Errorf("--config is required")
-	}
-	cfg, report, err := config.Load(c.path, c.sets, os.Environ())
-	printWarnings(stderr, report)
-	if err != nil {
-		return nil, err
-	}
-	return cfg, nil
-}
-
-// loadFlows reads the config of every flow (one, or each enabled flow of an
-// MM2 driver file), prints its warnings, and fails on any problem.
-func (c *configFlags) loadFlows(stderr io.Writer) ([]*config.Config, error) {
-	if c.path == "" {
-		return nil, fmt.Errorf("--config is required")
-	}
-	cfgs, report, err := config.LoadFlows(c.path, c.sets, os.Environ())
-	printWarnings(stderr, report)
-	if err != nil {
-		return nil, err
-	}
-	return cfgs, nil
-}
-
-func printWarnings(w io.Writer, report *config.Report) {
-	if report == nil {
-		return
-	}
-	for _, issue := range report.Warnings {
-		fmt.Fprintln(w, "warning:", issue)
-	}
-}
-
+// newLogger logs at the config's level and in its format (text or JSON).
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
@@ -84,17 +38,23 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func runService(ctx context.Context, args []string, _, stderr io.Writer) error {
+// Run is `checkpointd run` with args (its flags: --config, --set,
+// --cpuprofile, --memprofile): every flow of the config, with the metrics
+// and health servers and tracing, until ctx ends or a flow fails. version
+// is logged and reported to tracing. extra are pipeline options for every
+// flow's pipeline, after the service's own (tracing); the logger and
+// metrics of each flow come after them.
+func Run(ctx context.Context, version string, args []string, stderr io.Writer, extra ...pipeline.Option) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cf configFlags
-	cf.register(fs)
+	var cf ConfigFlags
+	cf.Register(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for performance reports)")
 	memProfile := fs.String("memprofile", "", "write a heap profile (allocations over the whole run, live heap at exit) to this file when the run ends, and the live heap at its largest to the file + \".peak\"")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfgs, err := cf.loadFlows(stderr)
+	cfgs, err := cf.LoadFlows(stderr)
 	if err != nil {
 		return err
 	}
@@ -137,6 +97,7 @@ func runService(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if tracing.Enabled() {
 		opts = append(opts, pipeline.WithTracing(tracing.TracerProvider()), pipeline.WithPropagator(tracing.Propagator()))
 	}
+	opts = append(opts, extra...)
 
 	// One metrics and health server for every flow: each flow's metrics carry
 	// its source and target, and the process is ready when every flow is.
@@ -211,56 +172,6 @@ func runFlows(ctx context.Context, flows []*flow, opts []pipeline.Option, logger
 	return g.Wait()
 }
 
-func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cf configFlags
-	cf.register(fs)
-	var handlers repeated
-	fs.Var(&handlers, "handler", "name of a checkpoint handler your program adds with pipeline.WithCheckpointHandler, to list its consumer group (repeatable)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if cf.path == "" {
-		return fmt.Errorf("--config is required")
-	}
-	handlerErr := checkHandlerNames(handlers)
-	cfgs, report, err := config.LoadFlows(cf.path, cf.sets, os.Environ())
-	for _, cfg := range cfgs {
-		header := "# effective configuration (secrets redacted)"
-		if len(cfgs) > 1 {
-			header = "# flow " + cfg.String() + ": effective configuration (secrets redacted)"
-		}
-		fmt.Fprintln(stdout, header)
-		var provided []string
-		for _, kv := range cfg.Effective() {
-			fmt.Fprintf(stdout, "%s=%s\n", kv.Key, kv.Value)
-			if _, refs, ok := strings.Cut(kv.Origin, " via "); ok {
-				provided = append(provided, fmt.Sprintf("#   %s <- %s", kv.Key, refs))
-			}
-		}
-		if len(provided) > 0 {
-			fmt.Fprintln(stdout, "# resolved from config providers:")
-			fmt.Fprintln(stdout, strings.Join(provided, "\n"))
-		}
-		printConsumerGroups(stdout, cfg, handlers)
-	}
-	if report != nil {
-		for _, w := range report.Warnings {
-			fmt.Fprintln(stdout, "warning:", w)
-		}
-	}
-	if err := errors.Join(err, handlerErr); err != nil {
-		return err
-	}
-	if len(cfgs) > 1 {
-		fmt.Fprintf(stdout, "configuration is valid: %d flows\n", len(cfgs))
-		return nil
-	}
-	fmt.Fprintln(stdout, "configuration is valid")
-	return nil
-}
-
 // serveObservability starts the metrics server (checkpointd.metrics.address)
 // and the health endpoints (checkpointd.health.address): one server when the
 // addresses are the same. served is closed when every server has stopped
@@ -310,60 +221,4 @@ func serveObservability(ctx context.Context, cfg *config.Config, m *metrics.Metr
 		close(served)
 	}()
 	return nil
-}
-
-// startCPUProfile profiles the process into path until the returned
-// function is called.
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("cpu profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cpu profile %s: %w", path, err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
-}
-
-// writeHeapProfile writes the heap profile to path; a failure is reported,
-// not returned, since the run itself is over.
-func writeHeapProfile(path string, stderr io.Writer) {
-	f, err := os.Create(path)
-	if err == nil {
-		err = pprof.Lookup("heap").WriteTo(f, 0)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "heap profile %s: %v\n", path, err)
-	}
-}
-
-// watchHeapPeak writes the heap profile to path each time the live heap (as
-// of the last GC, the same moment the profile's in-use figures describe)
-// is a tenth larger than when it last wrote it, so path ends up showing
-// what was live at about the largest heap of the run, which sets the RSS
-// peak and which the profile at exit does not show.
-func watchHeapPeak(ctx context.Context, path string, stderr io.Writer) {
-	sample := []runtimemetrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	var written uint64
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		runtimemetrics.Read(sample)
-		if heap := sample[0].Value.Uint64(); heap > written+written/10 {
-			written = heap
-			writeHeapProfile(path, stderr)
-		}
-	}
 }
