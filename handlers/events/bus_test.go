@@ -86,6 +86,25 @@ func TestEventInterfaceHandlerTakesEveryKind(t *testing.T) {
 }
 
 // A slow handler loses events beyond its queue; Publish never waits.
+// A burst larger than the queue reaches a fast handler whole: Publish
+// waits a moment for room instead of dropping.
+func TestBurstReachesAFastHandler(t *testing.T) {
+	h := events.AddNoPublisherHandler("noop", func(context.Context, event.CheckpointDecided) error { return nil })
+	b, err := events.New(events.Config{Logger: quiet, Queue: 8}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, b)
+	const n = 5000
+	for i := range int64(n) {
+		b.Publish(decided("g", i))
+	}
+	waitFor(t, "the burst to be handled", func() bool { st := b.Stats()[0]; return st.Handled+st.Dropped == n })
+	if st := b.Stats()[0]; st.Dropped != 0 {
+		t.Fatalf("stats %+v: a no-op handler dropped events of a burst", st)
+	}
+}
+
 func TestFullQueueDropsWithoutBlocking(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
