@@ -27,9 +27,11 @@ type shardedSubscription struct {
 	out    chan<- *message.Message
 	log    *slog.Logger
 	client sarama.Client
-	fails  failureLog // the group's failures, logged once per change
-	member *memberSlot
-	parts  *atomic.Int32
+	// fenceClient is Verify's: see run.
+	fenceClient sarama.Client
+	fails       failureLog // the group's failures, logged once per change
+	member      *memberSlot
+	parts       *atomic.Int32
 }
 
 func (s *shardedSubscription) run(ctx context.Context) {
@@ -41,6 +43,16 @@ func (s *shardedSubscription) run(ctx context.Context) {
 	if awaitTopic(ctx, &s.cfg.ReaderConfig, s.client, s.topic, s.log) == nil {
 		return
 	}
+	// Verify asks the coordinator over a client of its own: Kafka answers
+	// one request per connection at a time, so on the group's client a
+	// DescribeGroups waits behind the fetch long-poll in flight to the
+	// same broker (up to fetch.max.wait.ms), and the writes it fences with
+	// it. Java's consumer keeps its coordinator connection apart too.
+	s.fenceClient = connect(ctx, &s.cfg.ReaderConfig, s.sarama, s.log)
+	if s.fenceClient == nil {
+		return
+	}
+	defer s.fenceClient.Close()
 	group, err := sarama.NewConsumerGroupFromClient(s.cfg.GroupID, s.client)
 	if err != nil {
 		s.log.Error("cannot make consumer group", "error", err)
@@ -97,7 +109,7 @@ func (h claimHandler) Setup(sess sarama.ConsumerGroupSession) error {
 	if parts, err := h.s.client.Partitions(h.s.topic); err == nil {
 		h.s.parts.Store(int32(len(parts)))
 	}
-	h.s.member.Store(&membership{client: h.s.client, topic: h.s.topic, memberID: sess.MemberID(), generation: sess.GenerationID()})
+	h.s.member.Store(&membership{client: h.s.fenceClient, topic: h.s.topic, memberID: sess.MemberID(), generation: sess.GenerationID()})
 	return nil
 }
 
