@@ -189,16 +189,8 @@ func backRecord(topic string, p int32, b *sarama.RecordBatch, rec *sarama.Record
 	if b.LogAppendTime {
 		ts = b.MaxTimestamp
 	}
-	out := envelope.Record{Topic: topic, Partition: p, Offset: off, Timestamp: ts, Key: rec.Key, Value: rec.Value}
-	if len(rec.Headers) > 0 {
-		out.Headers = make(map[string]string, len(rec.Headers))
-		for _, h := range rec.Headers {
-			if h != nil {
-				out.Headers[string(h.Key)] = string(h.Value)
-			}
-		}
-	}
-	return out
+	return envelope.Record{Topic: topic, Partition: p, Offset: off, Timestamp: ts, Key: rec.Key, Value: rec.Value,
+		Headers: headerMap(rec.Headers)}
 }
 
 // retriable reports whether a fetch error passes by itself: a connection

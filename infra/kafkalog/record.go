@@ -28,15 +28,22 @@ func envelopeRecord(m *sarama.ConsumerMessage) envelope.Record {
 		Key:       m.Key,
 		Value:     m.Value,
 	}
-	if len(m.Headers) > 0 {
-		rec.Headers = make(map[string]string, len(m.Headers))
-		for _, h := range m.Headers {
-			if h != nil {
-				rec.Headers[string(h.Key)] = string(h.Value)
-			}
+	rec.Headers = headerMap(m.Headers)
+	return rec
+}
+
+// headerMap is a record's headers as envelope.Record has them; nil for none.
+func headerMap(hs []*sarama.RecordHeader) map[string]string {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(hs))
+	for _, h := range hs {
+		if h != nil {
+			out[string(h.Key)] = string(h.Value)
 		}
 	}
-	return rec
+	return out
 }
 
 // recordsMessage turns consecutive records of one partition into one
