@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -305,6 +307,10 @@ func decodeCheckpointRecord(rec envelope.Record) (messages.Checkpoint, bool) {
 	return cp, err == nil
 }
 
+// ErrConfirmationLate is what OwnershipCheck.Verify says when the fence's
+// answer came back too late to be a lease for the write about to be made.
+var ErrConfirmationLate = errors.New("ownership confirmation came too late")
+
 // OwnershipCheck is a Fence that remembers, per shard, when Kafka last
 // confirmed it, and asks again only for shards confirmed longer than Fresh
 // ago. Asked just before each write, it is a lease: a confirmation at time
@@ -345,7 +351,17 @@ func (c *OwnershipCheck) Verify(ctx context.Context, shards []int32) error {
 	if len(stale) == 0 {
 		return nil // confirmed while this caller waited
 	}
-	if err := c.fence.Verify(ctx, stale); err != nil {
+	err := c.fence.Verify(ctx, stale)
+	if err == nil && time.Since(now) >= c.fresh {
+		// The answer describes the moment it was given, and it took longer
+		// than a confirmation lasts: the process was paused (or starved)
+		// mid-question, and the group may have moved on since. A caller
+		// that wrote on it would write what it decided before the pause
+		// over the new owner's work.
+		err = fmt.Errorf("%w: the answer took %v, longer than a confirmation holds (%v)",
+			ErrConfirmationLate, time.Since(now).Round(time.Millisecond), c.fresh)
+	}
+	if err != nil {
 		c.mu.Lock()
 		for _, p := range stale {
 			delete(c.verified, p)

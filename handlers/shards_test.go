@@ -289,6 +289,33 @@ func TestOwnershipCheckAsksOnlyWhenStale(t *testing.T) {
 	}
 }
 
+// slowFence confirms after a delay, as a fence whose process was paused
+// between asking and hearing the answer does.
+type slowFence struct{ delay time.Duration }
+
+func (f slowFence) Verify(context.Context, []int32) error {
+	time.Sleep(f.delay)
+	return nil
+}
+
+// An answer that came back later than a confirmation holds confirms
+// nothing: the process may have been paused mid-question while the group
+// moved the shard on (TestShardedHandover's SIGSTOP found a commit decided
+// before the pause landing over the new owner's).
+func TestOwnershipCheckRefusesALateAnswer(t *testing.T) {
+	c := NewOwnershipCheck(slowFence{delay: 80 * time.Millisecond}, 50*time.Millisecond)
+	err := c.Verify(context.Background(), []int32{1})
+	if !errors.Is(err, ErrConfirmationLate) {
+		t.Fatalf("Verify = %v, want ErrConfirmationLate", err)
+	}
+	if len(c.stale([]int32{1}, time.Now())) != 1 {
+		t.Fatal("a late answer was kept as a confirmation")
+	}
+	if err := NewOwnershipCheck(slowFence{delay: time.Millisecond}, time.Second).Verify(context.Background(), []int32{1}); err != nil {
+		t.Fatalf("a prompt answer: %v", err)
+	}
+}
+
 // A checkpoint decided under an assignment that ended is never written, and
 // nothing is written while the fence refuses.
 func TestOutboxWritesOnlyOwnedShards(t *testing.T) {
