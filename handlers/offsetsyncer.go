@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -614,6 +615,9 @@ func (s *OffsetSyncer) fenced(ctx context.Context, jobs []commitJob, now time.Ti
 	return false
 }
 
+// errShardMoved stops a commit whose shard changed hands while it waited.
+var errShardMoved = errors.New("the group's shard changed hands: its new owner commits it")
+
 // fenceRetry is how soon groups whose shard could not be confirmed are
 // tried again: a rebalance or a coordinator moving takes a moment, and the
 // shard is either confirmed then or revoked.
@@ -829,7 +833,20 @@ func (s *OffsetSyncer) commit(ctx context.Context, j commitJob, now time.Time) {
 			return
 		}
 	}
-	res, err := s.cfg.Target.Commit(targetgroup.WithCommitLinks(ctx, commitLinks(j.work, j.plan.Commit)), j.group, j.plan.Commit)
+	// And again right before the request leaves, after any wait for a
+	// connection: a process paused there must not send a plan from before
+	// the pause over the new owner's commits (TestShardedHandover's SIGSTOP
+	// caught exactly that).
+	cctx := targetgroup.WithBeforeSend(ctx, func(ctx context.Context) error {
+		if !s.cfg.Shards.Held(j.shard, j.epoch) {
+			return errShardMoved
+		}
+		if s.cfg.Fence != nil {
+			return s.cfg.Fence.Verify(ctx, []int32{j.shard})
+		}
+		return nil
+	})
+	res, err := s.cfg.Target.Commit(targetgroup.WithCommitLinks(cctx, commitLinks(j.work, j.plan.Commit)), j.group, j.plan.Commit)
 	if err != nil {
 		s.cfg.Logger.Error("committing target group offsets failed; retrying later", "group", j.group, "error", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // DefaultCommitConnections is how many connections per coordinator broker
@@ -132,9 +134,18 @@ func (p *commitConns) commit(ctx context.Context, coord *sarama.Broker, req *sar
 		return nil, err
 	case err != nil:
 		p.warnOpen(coord, err)
-		return coord.CommitOffset(req)
+		fallthrough
 	case conn == nil: // pooling off, or closed
+		if err := targetgroup.CheckBeforeSend(ctx); err != nil {
+			return nil, err
+		}
 		return coord.CommitOffset(req)
+	}
+	// After the wait for a connection, which a paused process may have
+	// spent paused.
+	if err := targetgroup.CheckBeforeSend(ctx); err != nil {
+		p.put(bc, conn, nil)
+		return nil, err
 	}
 	resp, err := conn.CommitOffset(req)
 	p.put(bc, conn, err)

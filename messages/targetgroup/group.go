@@ -76,3 +76,24 @@ func WithCommitLinks(ctx context.Context, links []trace.Link) context.Context {
 	}
 	return context.WithValue(ctx, commitLinksKey{}, links)
 }
+
+// beforeSendKey is the context key of WithBeforeSend's check.
+type beforeSendKey struct{}
+
+// WithBeforeSend returns ctx carrying check, which a Groups.Commit calls
+// right before each commit request leaves: after waiting for a connection,
+// and before each retry. An error from it stops the commit (its partitions
+// are then Retriable). The commit stage confirms there that it still owns
+// the group's shard, so a process paused while its request waited sends
+// nothing on a confirmation from before the pause.
+func WithBeforeSend(ctx context.Context, check func(context.Context) error) context.Context {
+	return context.WithValue(ctx, beforeSendKey{}, check)
+}
+
+// CheckBeforeSend runs the check WithBeforeSend put in ctx, if any.
+func CheckBeforeSend(ctx context.Context) error {
+	if check, ok := ctx.Value(beforeSendKey{}).(func(context.Context) error); ok {
+		return check(ctx)
+	}
+	return nil
+}
