@@ -205,7 +205,7 @@ func TestShardedHandover(t *testing.T) {
 		t.Logf("SIGSTOP of %s (%d groups) for %v: its groups committed by the others %v after the pause; after SIGCONT the longest pause of any group %v (group %d)",
 			paused.name, len(mine), resumedAt.Sub(pausedAt).Round(time.Millisecond), moved.Round(time.Millisecond), gap.Round(time.Millisecond), g)
 		if lowered := watch.lowered(); len(lowered) > 0 {
-			t.Errorf("target group offsets lowered after %s resumed: %v", paused.name, lowered)
+			t.Logf("offsets read lower than before (judged by checkCommitsMonotonic) after %s resumed: %v", paused.name, lowered)
 		}
 		owners = committers(t, values(procs), groups, groupName, 4*time.Second)
 		for g, who := range owners {
@@ -237,7 +237,7 @@ func TestShardedHandover(t *testing.T) {
 		t.Logf("target broker %d stopped and restarted (serving again after %v): every group at a commit made after its return %v after the stop; longest pause of a target group's commits %v (group %d)",
 			node, back.Round(time.Millisecond), caughtUp.Round(time.Millisecond), gap.Round(time.Millisecond), g)
 		if lowered := watch.lowered(); len(lowered) > 0 {
-			t.Errorf("target group offsets lowered around the broker restart: %v", lowered)
+			t.Logf("offsets read lower than before (judged by checkCommitsMonotonic) around the broker restart: %v", lowered)
 		}
 	}
 
@@ -267,8 +267,9 @@ func TestShardedHandover(t *testing.T) {
 	}
 	watch.stop()
 	if lowered := watch.lowered(); len(lowered) > 0 {
-		t.Errorf("target group offsets lowered: %v", lowered)
+		t.Logf("offsets read lower than before (judged by checkCommitsMonotonic): %v", lowered)
 	}
+	checkCommitsMonotonic(t, bed.Target, remote, "tk-"+suffix+"-g")
 	checkCheckpointsMonotonic(t, bed.Target, checkpoints)
 	t.Logf("%d commit rounds; every group at offset %d on the target", last.n, last.offset)
 }
@@ -602,7 +603,11 @@ func (l *steadyCommits) stop(t *testing.T) round {
 }
 
 // targetWatch reads the target groups' offsets every 50 ms, noting when each
-// group's offset changed and any that went down.
+// group's offset changed and any read lower than the read before. Such a
+// read is logged, not failed: while a coordinator moves (a broker
+// restarting) the old one may still answer from its cache after the new
+// one took a newer commit. Whether a commit lowered an offset is judged
+// from the commits themselves (checkCommitsMonotonic).
 type targetWatch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -727,6 +732,34 @@ func (w *targetWatch) lowered() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]string(nil), w.low...)
+}
+
+// checkCommitsMonotonic reads the target's __consumer_offsets, where every
+// commit of a group is a record of one partition in the order the
+// coordinator applied them, and fails the test if a commit of a group whose
+// name starts with prefix ever lowers a partition of topic: the polls of
+// watchTargetGroups sample the offsets; this sees every commit.
+func checkCommitsMonotonic(t *testing.T, c *kafkatest.Cluster, topic, prefix string) {
+	t.Helper()
+	last := make(map[string]int64)
+	n := 0
+	for _, m := range c.ReadAll(t, "__consumer_offsets") {
+		r, err := messages.DecodeOffsetsRecord(m.Key, m.Value)
+		if err != nil || r.Kind != messages.OffsetCommitRecord || r.Tombstone ||
+			!strings.HasPrefix(r.Group, prefix) || r.Topic != topic {
+			continue
+		}
+		n++
+		key := fmt.Sprintf("%s/%d", r.Group, r.Partition)
+		if prev, ok := last[key]; ok && r.Offset < prev {
+			t.Errorf("target commit lowered %s from %d to %d (__consumer_offsets partition %d, offset %d)", key, prev, r.Offset, m.Partition, m.Offset)
+		}
+		last[key] = r.Offset
+	}
+	if n == 0 {
+		t.Errorf("no commit of groups %s* on %s found in the target's __consumer_offsets", prefix, topic)
+	}
+	t.Logf("%d target commits of %d (group, partition) pairs read back from __consumer_offsets", n, len(last))
 }
 
 // checkCheckpointsMonotonic reads the checkpoints topic and fails the test
