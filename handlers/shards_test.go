@@ -166,7 +166,7 @@ func TestCheckpointerRestoreFailureAndRevoke(t *testing.T) {
 	}
 }
 
-func shardedSyncer(t *testing.T, target *memTarget, log *memCheckpointLog, fence Fence) (*OffsetSyncer, *Shards) {
+func shardedSyncer(t *testing.T, target targetgroup.Groups, log *memCheckpointLog, fence Fence) (*OffsetSyncer, *Shards) {
 	t.Helper()
 	shards := NewShards(byName)
 	s := NewOffsetSyncer(OffsetSyncerConfig{Target: target, RetryInterval: time.Minute, Shards: shards, CheckpointLog: log, Fence: fence})
@@ -247,6 +247,63 @@ func TestOffsetSyncerFencesStaleWork(t *testing.T) {
 		t.Errorf("committed work of an earlier assignment")
 	}
 	var _ targetgroup.Groups = target
+}
+
+// stallingTarget runs stall inside Commit, where a real target waits for a
+// commit connection, then the caller's before-send check, as
+// infra/targetgroups does before the request leaves.
+type stallingTarget struct {
+	*memTarget
+	stall func()
+}
+
+func (s stallingTarget) Commit(ctx context.Context, group string, offs map[messages.TopicPartition]targetgroup.Checkpoint) (map[messages.TopicPartition]targetgroup.Reason, error) {
+	s.stall()
+	if err := targetgroup.CheckBeforeSend(ctx); err != nil {
+		res := map[messages.TopicPartition]targetgroup.Reason{}
+		for tp := range offs {
+			res[tp] = targetgroup.Retriable
+		}
+		return res, err
+	}
+	return s.memTarget.Commit(ctx, group, offs)
+}
+
+// A commit that waited inside the target while its shard changed hands
+// (a process paused with its request waiting for a connection) is not
+// sent: the check runs right before the request leaves.
+func TestOffsetSyncerChecksOwnershipRightBeforeSending(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		moves      bool
+		wantCommit bool
+	}{
+		{"shard kept", false, true},
+		{"shard moved while waiting", true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			mem := newMemTarget()
+			mem.existing[tp0] = true
+			var shards *Shards
+			target := stallingTarget{memTarget: mem, stall: func() {
+				if tt.moves {
+					shards.Revoke(0)
+					shards.Assign(0)
+				}
+			}}
+			s, sh := shardedSyncer(t, target, &memCheckpointLog{}, &countingFence{})
+			shards = sh
+			shards.Assign(0)
+			s.restoreOnce(ctx)
+			handle(t, s, checkpointMsg(t, 0, cpFor("a1", tp0, 40)))
+			s.Round(ctx, time.Unix(100, 0))
+			_, committed := mem.offsets["a1"][tp0]
+			if committed != tt.wantCommit {
+				t.Fatalf("committed %v, want %v", committed, tt.wantCommit)
+			}
+		})
+	}
 }
 
 // countingFence answers Verify with err and counts the questions.
