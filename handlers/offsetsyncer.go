@@ -824,20 +824,7 @@ func (s *OffsetSyncer) commit(ctx context.Context, j commitJob, now time.Time) {
 	}
 	// Right before the request: the batch's confirmation may have gone
 	// stale while the process was paused (an OwnershipCheck asks again).
-	if !s.cfg.Shards.Held(j.shard, j.epoch) {
-		return // the shard's new owner decides it
-	}
-	if s.cfg.Fence != nil {
-		if err := s.cfg.Fence.Verify(ctx, []int32{j.shard}); err != nil {
-			s.notConfirmed(j, now)
-			return
-		}
-	}
-	// And again right before the request leaves, after any wait for a
-	// connection: a process paused there must not send a plan from before
-	// the pause over the new owner's commits (TestShardedHandover's SIGSTOP
-	// caught exactly that).
-	cctx := targetgroup.WithBeforeSend(ctx, func(ctx context.Context) error {
+	owned := func(ctx context.Context) error {
 		if !s.cfg.Shards.Held(j.shard, j.epoch) {
 			return errShardMoved
 		}
@@ -845,7 +832,19 @@ func (s *OffsetSyncer) commit(ctx context.Context, j commitJob, now time.Time) {
 			return s.cfg.Fence.Verify(ctx, []int32{j.shard})
 		}
 		return nil
-	})
+	}
+	switch err := owned(ctx); {
+	case errors.Is(err, errShardMoved):
+		return // the shard's new owner decides it
+	case err != nil:
+		s.notConfirmed(j, now)
+		return
+	}
+	// And again right before the request leaves, after any wait for a
+	// connection: a process paused there must not send a plan from before
+	// the pause over the new owner's commits (TestShardedHandover's SIGSTOP
+	// caught exactly that).
+	cctx := targetgroup.WithBeforeSend(ctx, owned)
 	res, err := s.cfg.Target.Commit(targetgroup.WithCommitLinks(cctx, commitLinks(j.work, j.plan.Commit)), j.group, j.plan.Commit)
 	if err != nil {
 		s.cfg.Logger.Error("committing target group offsets failed; retrying later", "group", j.group, "error", err)
