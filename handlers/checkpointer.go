@@ -407,10 +407,7 @@ func (c *Checkpointer) restoreOnce(ctx context.Context) bool {
 	}
 	began := time.Now()
 	t := newRestoreTarget[translate.Checkpoint](want)
-	err := c.cfg.CheckpointLog.ReadCheckpoints(ctx, func(rec envelope.Record) {
-		if p, ok := c.cfg.Shards.keyShard(rec.Key); ok && !t.keep(p) {
-			return
-		}
+	err := c.cfg.CheckpointLog.ReadCheckpoints(ctx, t.keepKey(c.cfg.Shards), func(rec envelope.Record) {
 		cp, ok := decodeCheckpointRecord(rec)
 		if !ok || !t.keep(c.cfg.Shards.Of(cp.Group)) {
 			return

@@ -79,7 +79,7 @@ type CommitLog interface {
 	// Load returns, per group and target partition, what checkpointd last
 	// committed: the offset, and the source commit it translated; only of
 	// the groups keep accepts (all with a nil keep).
-	Load(ctx context.Context, keep func(group string) bool) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error)
+	Load(ctx context.Context, keepKey func(key []byte) bool, keep func(group string) bool) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error)
 	// Append records offsets about to be committed (the downstream offset
 	// and metadata of each checkpoint), and returns once they are written.
 	Append(ctx context.Context, commits []messages.Checkpoint) error
@@ -468,14 +468,11 @@ func (s *OffsetSyncer) restoreOnce(ctx context.Context) bool {
 	var logErr error
 	var wg sync.WaitGroup
 	if s.cfg.FollowRewinds {
-		wg.Go(func() { ours, logErr = s.cfg.CommitLog.Load(readCtx, keep) })
+		wg.Go(func() { ours, logErr = s.cfg.CommitLog.Load(readCtx, found.keepKey(s.cfg.Shards), keep) })
 	}
 	var readErr error
 	if s.cfg.CheckpointLog != nil {
-		readErr = s.cfg.CheckpointLog.ReadCheckpoints(readCtx, func(rec envelope.Record) {
-			if p, ok := s.cfg.Shards.keyShard(rec.Key); ok && !found.keep(p) {
-				return
-			}
+		readErr = s.cfg.CheckpointLog.ReadCheckpoints(readCtx, found.keepKey(s.cfg.Shards), func(rec envelope.Record) {
 			cp, ok := decodeCheckpointRecord(rec)
 			if !ok || !keep(cp.Group) || (s.cfg.Groups != nil && !s.cfg.Groups.Match(cp.Group)) {
 				return

@@ -23,7 +23,7 @@ type memCommitLog struct {
 	appendErr error
 }
 
-func (l *memCommitLog) Load(_ context.Context, keep func(string) bool) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error) {
+func (l *memCommitLog) Load(_ context.Context, keepKey func([]byte) bool, keep func(string) bool) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.loads++
@@ -32,8 +32,18 @@ func (l *memCommitLog) Load(_ context.Context, keep func(string) bool) (map[stri
 	}
 	out := make(map[string]map[messages.TopicPartition]targetgroup.Checkpoint, len(l.ours))
 	for g, m := range l.ours {
-		if keep == nil || keep(g) {
-			out[g] = maps.Clone(m)
+		if keep != nil && !keep(g) {
+			continue
+		}
+		for tp, cp := range m {
+			// As the topic's reader does: the key first, undecoded.
+			if keepKey != nil && !keepKey(messages.Checkpoint{Group: g, TopicPartition: tp}.Key()) {
+				continue
+			}
+			if out[g] == nil {
+				out[g] = make(map[messages.TopicPartition]targetgroup.Checkpoint)
+			}
+			out[g][tp] = cp
 		}
 	}
 	return out, nil

@@ -142,10 +142,11 @@ func (s *Shards) Owned() []int32 {
 }
 
 // CheckpointLog reads back the checkpoints topic for a new owner of some
-// shards: every record from the oldest to the end the topic has when the
-// read starts, in order. It is I/O, handed in (kafkalog implements it).
+// shards: every record whose key keep accepts (all with a nil keep), from
+// the oldest to the end the topic has when the read starts, in order. It is
+// I/O, handed in (kafkalog implements it).
 type CheckpointLog interface {
-	ReadCheckpoints(ctx context.Context, fn func(rec envelope.Record)) error
+	ReadCheckpoints(ctx context.Context, keep func(key []byte) bool, fn func(rec envelope.Record)) error
 }
 
 // Fence checks with Kafka, just before target commits, that this instance
@@ -289,6 +290,15 @@ func newRestoreTarget[T any](shards map[int32]uint64) *restoreTarget[T] {
 func (t *restoreTarget[T]) keep(shard int32) bool {
 	_, ok := t.shards[shard]
 	return ok
+}
+
+// keepKey reports false for a checkpoint record whose key tells it belongs
+// to a shard not being restored: the read steps over it undecoded.
+func (t *restoreTarget[T]) keepKey(s *Shards) func(key []byte) bool {
+	return func(key []byte) bool {
+		p, ok := s.keyShard(key)
+		return !ok || t.keep(p)
+	}
 }
 
 func (t *restoreTarget[T]) add(key groupPartition, offset int64, v T) {

@@ -33,7 +33,7 @@ func (l *memCheckpointLog) append(cp messages.Checkpoint) envelope.Record {
 	return rec
 }
 
-func (l *memCheckpointLog) ReadCheckpoints(_ context.Context, fn func(envelope.Record)) error {
+func (l *memCheckpointLog) ReadCheckpoints(_ context.Context, keep func([]byte) bool, fn func(envelope.Record)) error {
 	l.mu.Lock()
 	l.reads++
 	recs, err, during := append([]envelope.Record(nil), l.recs...), l.err, l.during
@@ -42,7 +42,9 @@ func (l *memCheckpointLog) ReadCheckpoints(_ context.Context, fn func(envelope.R
 		return err
 	}
 	for _, r := range recs {
-		fn(r)
+		if keep == nil || keep(r.Key) {
+			fn(r)
+		}
 	}
 	if during != nil {
 		during()

@@ -136,7 +136,7 @@ func openCommitLog(ctx context.Context, cfg *config.Config, logger *slog.Logger,
 		closeLog = func() { _ = pub.Close() }
 	}
 	log := kafkalog.NewCommitLog(topic, reader, pub, logger)
-	ours, err := log.Load(ctx, nil)
+	ours, err := log.Load(ctx, nil, nil)
 	if err != nil {
 		closeLog()
 		return nil, nothing, err

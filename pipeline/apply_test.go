@@ -226,7 +226,7 @@ type memLog struct {
 	logged map[string]map[messages.TopicPartition]int64
 }
 
-func (l *memLog) Load(context.Context, func(string) bool) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error) {
+func (l *memLog) Load(context.Context, func([]byte) bool, func(string) bool) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error) {
 	return nil, l.err
 }
 

@@ -368,7 +368,9 @@ func (e *scenarioEnv) killOne(cs []*cpd, groups []string, s *sampler, loadStart 
 		return kr
 	}
 	kr.at = time.Now()
-	s.event(fmt.Sprintf("%s killed (SIGKILL), %d of %d groups", instanceName(kr.victim), perInstance[kr.victim], len(groups)))
+	// The wall clock, to find the kill in the instances' logs.
+	s.event(fmt.Sprintf("%s killed (SIGKILL) at %s UTC, %d of %d groups", instanceName(kr.victim),
+		kr.at.UTC().Format("15:04:05.000"), perInstance[kr.victim], len(groups)))
 	select {
 	case <-v.done:
 	case <-time.After(10 * time.Second):

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
@@ -51,15 +52,17 @@ func NewCommitLog(topic string, reader ReaderConfig, pub message.Publisher, logg
 
 // Load reads the topic to its end: per group and partition, what was last
 // committed, of the groups keep accepts (every group with a nil keep: a
-// shard's new owner keeps its shard's). A record it cannot decode is
+// shard's new owner keeps its shard's). keepKey, if not nil, steps over the
+// records whose key it refuses before they are decoded. A record it cannot decode is
 // skipped with a warning: the partition then counts as never committed by
 // checkpointd, which only makes the commit stage leave it alone. The topic
 // may have any number of partitions: a group's records are in one, as
 // the keys decide.
-func (l *CommitLog) Load(ctx context.Context, keep func(group string) bool) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error) {
+func (l *CommitLog) Load(ctx context.Context, keepKey func(key []byte) bool, keep func(group string) bool) (map[string]map[messages.TopicPartition]targetgroup.Checkpoint, error) {
 	out := make(map[string]map[messages.TopicPartition]targetgroup.Checkpoint)
 	skipped := 0
-	err := ReadBack(ctx, l.reader, l.topic, func(r envelope.Record) error {
+	began := time.Now()
+	err := ReadBackKeys(ctx, l.reader, l.topic, keepKey, func(r envelope.Record) error {
 		cp, err := messages.DecodeCheckpoint(r.Key, r.Value)
 		switch {
 		case errors.Is(err, messages.ErrTombstone):
@@ -91,7 +94,8 @@ func (l *CommitLog) Load(ctx context.Context, keep func(group string) bool) (map
 	if err != nil {
 		return nil, fmt.Errorf("read the commit log %s: %w", l.topic, err)
 	}
-	l.logger.Info("read what checkpointd committed into target groups", "topic", l.topic, "groups", len(out), "skipped", skipped)
+	l.logger.Info("read what checkpointd committed into target groups", "topic", l.topic, "groups", len(out), "skipped", skipped,
+		"took", time.Since(began).Round(time.Millisecond))
 	return out, nil
 }
 

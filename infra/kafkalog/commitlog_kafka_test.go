@@ -46,7 +46,7 @@ func TestCommitLogLoadsOneShardOfALogWrittenWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	all, err := cl.Load(ctx, nil)
+	all, err := cl.Load(ctx, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +54,18 @@ func TestCommitLogLoadsOneShardOfALogWrittenWhole(t *testing.T) {
 		t.Fatalf("whole log: %d groups, want %d", len(all), groups)
 	}
 	seen := 0
-	for shard := range n {
+	for i := range 2 * n {
+		shard := i % n
 		keep := func(g string) bool { return messages.GroupPartition(g, n) == shard }
-		got, err := cl.Load(ctx, keep)
+		// By the group, decoded, or by the key, stepped over undecoded.
+		byGroup, byKey := keep, func([]byte) bool { return true }
+		if i >= n {
+			byGroup, byKey = nil, func(key []byte) bool {
+				p, ok := messages.GroupPartitionOfKey(key, n)
+				return ok && p == shard
+			}
+		}
+		got, err := cl.Load(ctx, byKey, byGroup)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,14 +84,14 @@ func TestCommitLogLoadsOneShardOfALogWrittenWhole(t *testing.T) {
 			}
 		}
 	}
-	if seen != groups {
-		t.Errorf("the shards together hold %d groups, want %d", seen, groups)
+	if seen != 2*groups {
+		t.Errorf("the shards together, filtered by group and by key, hold %d groups, want %d", seen, 2*groups)
 	}
 }
 
 // Two restores asked for together (the checkpointer's and the commit
-// stage's at one hand-over) share one pass, and each gets every record; a
-// restore asked for later makes a pass of its own.
+// stage's at one hand-over) share one pass, and each gets every record its
+// key filter accepts; a restore asked for later makes a pass of its own.
 func TestCheckpointLogSharesAPass(t *testing.T) {
 	c := kafkatest.Shared(t).Target
 	topic := kafkatest.UniqueName(t, "src") + ".checkpoints.internal"
@@ -100,21 +109,31 @@ func TestCheckpointLogSharesAPass(t *testing.T) {
 	cl := &kafkalog.CheckpointLog{Reader: cfg, Topic: topic, Gather: 200 * time.Millisecond}
 	ctx := context.Background()
 	counts := make([]int, 3)
+	// The second reader wants the groups g0..g9 only.
+	tens := func(key []byte) bool {
+		cp, err := messages.DecodeCheckpoint(key, messages.Checkpoint{UpstreamOffset: 1, DownstreamOffset: 1}.Value())
+		return err == nil && len(cp.Group) == 2
+	}
+	keeps := []func([]byte) bool{nil, tens, nil}
 	var wg sync.WaitGroup
 	for i := range 2 {
 		wg.Go(func() {
-			if err := cl.ReadCheckpoints(ctx, func(envelope.Record) { counts[i]++ }); err != nil {
+			if err := cl.ReadCheckpoints(ctx, keeps[i], func(envelope.Record) { counts[i]++ }); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	if err := cl.ReadCheckpoints(ctx, func(envelope.Record) { counts[2]++ }); err != nil {
+	if err := cl.ReadCheckpoints(ctx, keeps[2], func(envelope.Record) { counts[2]++ }); err != nil {
 		t.Fatal(err)
 	}
 	for i, got := range counts {
-		if got != n {
-			t.Errorf("reader %d got %d records, want %d", i, got, n)
+		want := n
+		if keeps[i] != nil {
+			want = 10
+		}
+		if got != want {
+			t.Errorf("reader %d got %d records, want %d", i, got, want)
 		}
 	}
 	if got := passes.count(); got != 2 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -32,6 +34,14 @@ const readBackBytes = 1 << 20
 // aborted transactions' records. A partition whose oldest records are
 // deleted while it is read (retention) goes on from its new oldest offset.
 func ReadBack(ctx context.Context, cfg ReaderConfig, topic string, fn func(envelope.Record) error) error {
+	return ReadBackKeys(ctx, cfg, topic, nil, fn)
+}
+
+// ReadBackKeys is ReadBack calling fn only for the records whose key keep
+// accepts (all of them with a nil keep). A restore wants a few shards'
+// records of a topic every instance writes to: the others are stepped over
+// before they cost a record's allocations.
+func ReadBackKeys(ctx context.Context, cfg ReaderConfig, topic string, keep func(key []byte) bool, fn func(envelope.Record) error) error {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return fmt.Errorf("read back %s: %w", topic, err)
@@ -41,11 +51,13 @@ func ReadBack(ctx context.Context, cfg ReaderConfig, topic string, fn func(envel
 	obs := cfg.Observer
 	cfg.Observer = failuresOnly{obs}
 	log := cfg.logger(topic)
+	began := time.Now()
 	client := connect(ctx, &cfg, cfg.saramaConfig(), log)
 	if client == nil {
 		return ctx.Err()
 	}
 	defer client.Close()
+	connected := time.Since(began)
 	partitions := awaitTopic(ctx, &cfg, client, topic, log)
 	if partitions == nil {
 		return ctx.Err()
@@ -65,13 +77,20 @@ func ReadBack(ctx context.Context, cfg ReaderConfig, topic string, fn func(envel
 			return ctx.Err()
 		}
 	}
-	r := backReader{client: client, cfg: &cfg, topic: topic, fn: fn}
+	listed := time.Since(began)
+	r := backReader{client: client, cfg: &cfg, topic: topic, keep: keep, fn: fn}
+	var records int64
 	for _, p := range partitions {
 		if err := r.partition(ctx, p, starts[p], ends[p]); err != nil {
 			return err
 		}
+		records += ends[p] - starts[p]
 	}
 	obs.ReadReady(topic)
+	// A hand-over waits for this read: where its time went.
+	log.Debug("read back", "offsets", records, "connect", connected.Round(time.Millisecond),
+		"list_offsets", (listed - connected).Round(time.Millisecond), "fetches", r.fetches.Load(),
+		"fetch_wait", time.Duration(r.fetchWait.Load()).Round(time.Millisecond), "took", time.Since(began).Round(time.Millisecond))
 	return nil
 }
 
@@ -86,18 +105,70 @@ type backReader struct {
 	client sarama.Client
 	cfg    *ReaderConfig
 	topic  string
+	keep   func(key []byte) bool
 	fn     func(envelope.Record) error
+
+	fetches   atomic.Int64 // fetch requests made
+	fetchWait atomic.Int64 // nanoseconds spent waiting for their answers
 }
 
-// partition delivers the records of partition p in [from, end).
+// fetchedBlock is one fetch's answer for a partition, the offset it was
+// asked at and the offset after its last whole batch below the end.
+type fetchedBlock struct {
+	block      *sarama.FetchResponseBlock
+	from, next int64
+	err        error
+}
+
+// partition delivers the records of partition p in [from, end). The next
+// fetch is under way while fn goes through the records of the one before:
+// the broker's answer and the decoding take as long as going through them.
 func (r *backReader) partition(ctx context.Context, p int32, from, end int64) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// One answer waits while another is gone through: three fetches' bytes
+	// at most, with the one being fetched.
+	blocks := make(chan fetchedBlock, 1)
+	go r.fetchAll(ctx, p, from, end, blocks)
+	isolation := r.client.Config().Consumer.IsolationLevel
+	for f := range blocks {
+		if f.err != nil {
+			return f.err
+		}
+		next, err := r.deliver(f.block, isolation, p, f.from, end)
+		if err != nil {
+			return err
+		}
+		if next != f.next {
+			return fmt.Errorf("read back partition %d of %s: went through to offset %d, the scan said %d", p, r.topic, next, f.next)
+		}
+	}
+	return ctx.Err()
+}
+
+// fetchAll fetches partition p's records in [from, end) one answer after
+// another and sends them, with the first error it cannot retry, on out,
+// which it closes.
+func (r *backReader) fetchAll(ctx context.Context, p int32, from, end int64, out chan<- fetchedBlock) {
+	defer close(out)
+	send := func(f fetchedBlock) bool {
+		select {
+		case out <- f:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	sc := r.client.Config()
 	bo := newBackoff(r.cfg.RetryBackoff, r.cfg.MaxRetryBackoff)
 	for from < end {
-		if err := ctx.Err(); err != nil {
-			return err
+		if ctx.Err() != nil {
+			return
 		}
+		asked := time.Now()
 		block, err := r.fetch(p, from)
+		r.fetches.Add(1)
+		r.fetchWait.Add(int64(time.Since(asked)))
 		if err == nil {
 			switch {
 			case errors.Is(block.Err, sarama.ErrOffsetOutOfRange):
@@ -115,24 +186,34 @@ func (r *backReader) partition(ctx context.Context, p int32, from, end int64) er
 			err = fmt.Errorf("read back partition %d of %s at offset %d: %w", p, r.topic, from, err)
 			r.cfg.Observer.ReadFailed(r.topic, err)
 			if !stale(err) && !retriable(err) {
-				return err
+				send(fetchedBlock{err: err})
+				return
 			}
 			_ = r.client.RefreshMetadata(r.topic)
 			if !pause(ctx, bo) {
-				return ctx.Err()
+				return
 			}
 			continue
 		}
-		next, err := r.deliver(block, sc.Consumer.IsolationLevel, p, from, end)
-		if err != nil {
-			return err
+		// Where the next fetch starts, without going through the records.
+		next, err := eachDeliverable(block, sc.Consumer.IsolationLevel, from, end, func(*sarama.RecordBatch, *sarama.Record, int64) (bool, error) {
+			return true, nil
+		})
+		switch {
+		case errors.Is(err, errLegacyFormat):
+			err = fmt.Errorf("read back partition %d of %s at offset %d: %w, which it does not read", p, r.topic, next, err)
+		case err == nil && next <= from:
+			err = fmt.Errorf("read back partition %d of %s: no whole batch at offset %d below the end %d", p, r.topic, from, end)
 		}
-		if next <= from {
-			return fmt.Errorf("read back partition %d of %s: no whole batch at offset %d below the end %d", p, r.topic, from, end)
+		if err != nil {
+			send(fetchedBlock{err: err})
+			return
+		}
+		if !send(fetchedBlock{block: block, from: from, next: next}) {
+			return
 		}
 		from = next
 	}
-	return nil
 }
 
 // fetch asks the partition's leader for its records from offset from.
@@ -168,19 +249,15 @@ func (r *backReader) fetch(p int32, from int64) (*sarama.FetchResponseBlock, err
 }
 
 // deliver calls fn for the records of block in [from, end) that a consumer
-// with the isolation level would deliver, and returns the offset after the
-// last whole batch it went through.
+// with the isolation level would deliver and keep accepts, and returns the
+// offset after the last whole batch it went through.
 func (r *backReader) deliver(block *sarama.FetchResponseBlock, isolation sarama.IsolationLevel, p int32, from, end int64) (int64, error) {
-	next, err := eachDeliverable(block, isolation, from, end, func(b *sarama.RecordBatch, rec *sarama.Record, off int64) (bool, error) {
-		if off < from {
+	return eachDeliverable(block, isolation, from, end, func(b *sarama.RecordBatch, rec *sarama.Record, off int64) (bool, error) {
+		if off < from || (r.keep != nil && !r.keep(rec.Key)) {
 			return true, nil
 		}
 		return true, r.fn(backRecord(r.topic, p, b, rec, off))
 	})
-	if errors.Is(err, errLegacyFormat) {
-		err = fmt.Errorf("read back partition %d of %s at offset %d: %w, which it does not read", p, r.topic, next, err)
-	}
-	return next, err
 }
 
 // backRecord is rec of batch b as an envelope.Record.

@@ -75,14 +75,24 @@ type CheckpointLog struct {
 
 // sharedRead is one pass over the topic for every reader that joined it.
 type sharedRead struct {
-	fns  []func(envelope.Record)
-	done chan struct{}
-	err  error
+	readers []keyReader
+	done    chan struct{}
+	err     error
 }
 
-// ReadCheckpoints calls fn for every record of the topic, from the oldest to
-// the end the topic has when the read starts.
-func (l *CheckpointLog) ReadCheckpoints(ctx context.Context, fn func(envelope.Record)) error {
+// keyReader is one reader of a shared pass: the keys it wants (nil: all)
+// and what it does with their records.
+type keyReader struct {
+	keep func(key []byte) bool
+	fn   func(envelope.Record)
+}
+
+func (k keyReader) wants(key []byte) bool { return k.keep == nil || k.keep(key) }
+
+// ReadCheckpoints calls fn for every record of the topic whose key keep
+// accepts (every record with a nil keep), from the oldest to the end the
+// topic has when the read starts.
+func (l *CheckpointLog) ReadCheckpoints(ctx context.Context, keep func(key []byte) bool, fn func(envelope.Record)) error {
 	l.mu.Lock()
 	r := l.pending
 	if r == nil {
@@ -90,7 +100,7 @@ func (l *CheckpointLog) ReadCheckpoints(ctx context.Context, fn func(envelope.Re
 		l.pending = r
 		go l.run(ctx, r)
 	}
-	r.fns = append(r.fns, fn)
+	r.readers = append(r.readers, keyReader{keep: keep, fn: fn})
 	l.mu.Unlock()
 	select {
 	case <-r.done:
@@ -112,11 +122,21 @@ func (l *CheckpointLog) run(ctx context.Context, r *sharedRead) {
 	}
 	l.mu.Lock()
 	l.pending = nil // later readers make a pass of their own
-	fns := r.fns
+	readers := r.readers
 	l.mu.Unlock()
-	err := ReadBack(ctx, l.Reader, l.Topic, func(rec envelope.Record) error {
-		for _, fn := range fns {
-			fn(rec)
+	anyWants := func(key []byte) bool {
+		for _, k := range readers {
+			if k.wants(key) {
+				return true
+			}
+		}
+		return false
+	}
+	err := ReadBackKeys(ctx, l.Reader, l.Topic, anyWants, func(rec envelope.Record) error {
+		for _, k := range readers {
+			if len(readers) == 1 || k.wants(rec.Key) {
+				k.fn(rec)
+			}
 		}
 		return nil
 	})
