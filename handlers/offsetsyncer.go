@@ -433,8 +433,12 @@ func (s *OffsetSyncer) Round(ctx context.Context, now time.Time) {
 		s.restoreOnce(ctx)
 	}
 	due := s.dueGroups(now)
+	began := time.Now()
 	for start := 0; start < len(due) && ctx.Err() == nil; start += s.cfg.BatchSize {
 		s.syncBatch(ctx, due[start:min(start+s.cfg.BatchSize, len(due))], now)
+	}
+	if len(due) > 0 {
+		s.cfg.Logger.Debug("commit round", "groups", len(due), "took", time.Since(began).Round(time.Millisecond))
 	}
 }
 

@@ -207,11 +207,11 @@ func (r restoreSet) current(p int32, epoch uint64, key groupPartition, offset in
 }
 
 // restoreGather is how long a restore waits after a wake-up for more
-// shards: a rebalance assigns them one by one, within about 60 ms of each
-// other on a loaded machine, and one read serves them all (at 60 ms the
-// scale-out kill scenario split them into two reads, and two reads side by
-// side took longer than one).
-const restoreGather = 100 * time.Millisecond
+// shards: one read serves them all. The sharded reader tells of all the
+// partitions a rebalance adds at once, when the first of their claims
+// starts (sarama starts the others tens of milliseconds apart under load),
+// so their shards arrive within a few milliseconds of each other.
+const restoreGather = 20 * time.Millisecond
 
 // maxRestoreReads bounds the restore reads under way at once: a rebalance
 // that hands shards over in two steps gets a read for each step, the second

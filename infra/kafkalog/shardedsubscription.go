@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +34,18 @@ type shardedSubscription struct {
 	fails       failureLog // the group's failures, logged once per change
 	member      *memberSlot
 	parts       *atomic.Int32
+
+	// claims is the partitions the handlers were told are assigned here
+	// (see announce).
+	claimsMu sync.Mutex
+	claims   map[int32]*claimState
+}
+
+// claimState is a partition the handlers hear of as assigned here.
+type claimState struct {
+	announced chan struct{} // closed once its Assigned was acked, or given up
+	acked     bool          // the handlers have its Assigned
+	started   bool          // its own claim runs
 }
 
 func (s *shardedSubscription) run(ctx context.Context) {
@@ -113,8 +127,11 @@ func (h claimHandler) Setup(sess sarama.ConsumerGroupSession) error {
 	return nil
 }
 
-func (h claimHandler) Cleanup(sarama.ConsumerGroupSession) error {
+func (h claimHandler) Cleanup(sess sarama.ConsumerGroupSession) error {
 	h.s.member.Store(nil)
+	// Announced partitions whose claims never ran: the session that gave
+	// them is over.
+	h.s.revokeUnstarted(nil, h.s.log.With("generation", sess.GenerationID()))
 	return nil
 }
 
@@ -130,14 +147,14 @@ func (s *shardedSubscription) consumeClaim(sess sarama.ConsumerGroupSession, cla
 	log := s.log.With("partition", p, "generation", sess.GenerationID())
 	out := &partitionOut{out: s.out, nackDelay: s.cfg.NackResendDelay}
 
-	if err := out.deliver(ctx, controlMessage(ctx, envelope.Assigned, s.topic, p)); err != nil {
+	if !s.announce(ctx, sess, p, out, log) {
 		if out.inflight != nil { // the handler has it: it must hear of the end too
 			s.revoke(out, p, log)
 		}
+		s.forget(p)
 		return nil
 	}
 	defer s.revoke(out, p, log)
-	log.Debug("partition assigned")
 
 	start, end, ok := s.claimBounds(ctx, p, log)
 	if !ok {
@@ -224,10 +241,138 @@ func (s *shardedSubscription) backfill(ctx context.Context, r *partitionReader, 
 	return nil
 }
 
+// announce tells the handlers, before the claim of p reads anything, that p
+// is assigned here, and reports whether they have it.
+//
+// The first claim of a rebalance to start tells them of every partition
+// the rebalance adds at once, not only its own: sarama starts each claim
+// after its own round trips, tens of milliseconds apart under load, and a
+// new owner restores all of a hand-over's shards in one read of the
+// checkpoints topic, which then starts without waiting for the last claim.
+// A claim whose partition was announced so waits for that announcement
+// instead of making its own. A partition announced whose claim never
+// starts is revoked again: when a later claim finds it no longer in the
+// session's claims, or when the session ends.
+func (s *shardedSubscription) announce(ctx context.Context, sess sarama.ConsumerGroupSession, p int32, out *partitionOut, log *slog.Logger) bool {
+	s.claimsMu.Lock()
+	if s.claims == nil {
+		s.claims = make(map[int32]*claimState)
+	}
+	if st := s.claims[p]; st != nil {
+		st.started = true
+		s.claimsMu.Unlock()
+		select {
+		case <-st.announced:
+		case <-ctx.Done():
+			return false
+		}
+		if st.acked {
+			return true
+		}
+		// The claim that announced it gave up: announce it here.
+		s.claimsMu.Lock()
+		s.claims[p] = &claimState{announced: make(chan struct{}), started: true}
+		s.claimsMu.Unlock()
+		return s.deliverAssigned(ctx, p, out, log)
+	}
+	claimed := sess.Claims()[s.topic]
+	s.claims[p] = &claimState{announced: make(chan struct{}), started: true}
+	var others []int32
+	for _, q := range claimed {
+		if s.claims[q] == nil {
+			s.claims[q] = &claimState{announced: make(chan struct{})}
+			others = append(others, q)
+		}
+	}
+	s.claimsMu.Unlock()
+	s.revokeUnstarted(claimed, log)
+	ok := s.deliverAssigned(ctx, p, out, log)
+	for _, q := range others {
+		if !ok {
+			s.giveUp(q)
+			continue
+		}
+		qo := &partitionOut{out: s.out, nackDelay: s.cfg.NackResendDelay}
+		if ok = s.deliverAssigned(ctx, q, qo, log.With("announced_partition", q)); !ok && qo.inflight != nil {
+			s.revoke(qo, q, log)
+		}
+	}
+	return s.claimAcked(p)
+}
+
+// deliverAssigned delivers Assigned for p over out and records the outcome.
+func (s *shardedSubscription) deliverAssigned(ctx context.Context, p int32, out *partitionOut, log *slog.Logger) bool {
+	err := out.deliver(ctx, controlMessage(ctx, envelope.Assigned, s.topic, p))
+	s.claimsMu.Lock()
+	st := s.claims[p]
+	switch {
+	case st == nil:
+	case err == nil:
+		st.acked = true
+	case !st.started:
+		delete(s.claims, p) // its own claim, if it starts, announces it
+	}
+	s.claimsMu.Unlock()
+	if st != nil {
+		close(st.announced)
+	}
+	if err == nil {
+		log.Debug("partition assigned", "assigned_partition", p)
+	}
+	return err == nil
+}
+
+// giveUp drops the announcement of p that was not made: its own claim, if
+// it starts, makes it.
+func (s *shardedSubscription) giveUp(p int32) {
+	s.claimsMu.Lock()
+	st := s.claims[p]
+	if st != nil && !st.started {
+		delete(s.claims, p)
+	}
+	s.claimsMu.Unlock()
+	if st != nil {
+		close(st.announced)
+	}
+}
+
+func (s *shardedSubscription) claimAcked(p int32) bool {
+	s.claimsMu.Lock()
+	defer s.claimsMu.Unlock()
+	st := s.claims[p]
+	return st != nil && st.acked
+}
+
+// forget drops p from the announced partitions once its claim is over.
+func (s *shardedSubscription) forget(p int32) {
+	s.claimsMu.Lock()
+	delete(s.claims, p)
+	s.claimsMu.Unlock()
+}
+
+// revokeUnstarted revokes the partitions that were announced, whose claims
+// never started and that are not in claimed (all of them with nil).
+func (s *shardedSubscription) revokeUnstarted(claimed []int32, log *slog.Logger) {
+	s.claimsMu.Lock()
+	var gone []int32
+	for q, st := range s.claims {
+		if !st.started && st.acked && !slices.Contains(claimed, q) {
+			gone = append(gone, q)
+			delete(s.claims, q)
+		}
+	}
+	s.claimsMu.Unlock()
+	for _, q := range gone {
+		log.Debug("announced partition never claimed: revoking it", "revoked_partition", q)
+		s.revoke(&partitionOut{out: s.out, nackDelay: s.cfg.NackResendDelay}, q, log)
+	}
+}
+
 // revoke tells the handler the partition is gone and waits, up to
 // RevokeTimeout, for it to ack. It does so on Close too: a Watermill router
 // closes its subscribers while its handlers still read.
 func (s *shardedSubscription) revoke(out *partitionOut, p int32, log *slog.Logger) {
+	defer s.forget(p)
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RevokeTimeout)
 	defer cancel()
 	// The record in flight, if any, first: Revoked must not overtake it.
