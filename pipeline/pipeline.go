@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -525,9 +526,12 @@ func ptr[T any](v T) *T { return &v }
 // compactedTopic is the config of the compacted topics checkpointd creates.
 // Kafka compacts only closed segments, and by default a segment stays open
 // for 7 days or 1 GiB: a new owner of a shard reads the checkpoints topic
-// and the commit log back whole, so they roll every hour.
+// and the commit log back whole, so they roll every hour or 16 MiB (about
+// 80,000 checkpoint records; at 4,000 a second an hour would reach the
+// 1 GiB, five million records to read at a hand-over).
 func compactedTopic() map[string]*string {
-	return map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("3600000")}
+	return map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("3600000"),
+		"segment.bytes": ptr(strconv.Itoa(16 << 20))}
 }
 
 // observer joins the user's observer (WithObserver), the metrics and the

@@ -616,6 +616,7 @@ func (f *fixture) testFollowSourceRewinds(t *testing.T) {
 	in := f.start(t, "rewind-1", loadConfig(t, cfgPath))
 	f.produce(t, key, 300, 25)
 	f.settle(t, key, in)
+	checkRollsSegments(t, f.bed.Target, f.bed.Source.Alias+".checkpointd-commits.internal")
 
 	at := func(o int64) map[int32]int64 {
 		m := make(map[int32]int64)
@@ -736,4 +737,24 @@ func (f *fixture) failOver(t *testing.T, group, topic string, committed map[mess
 		}
 	}
 	t.Logf("failover consumer of %s read %d records, none of the source's from offset %d on skipped (%d missed)", group, len(seen), from, missed)
+}
+
+// checkRollsSegments checks that a compacted topic checkpointd created
+// closes its segments within an hour or 16 MiB: Kafka compacts closed
+// segments only, and a new shard owner reads the topic back whole.
+func checkRollsSegments(t *testing.T, c *kafkatest.Cluster, topic string) {
+	t.Helper()
+	entries, err := c.Admin(t).DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
+	if err != nil {
+		t.Fatalf("describe the config of %s: %v", topic, err)
+	}
+	got := make(map[string]string)
+	for _, e := range entries {
+		got[e.Name] = e.Value
+	}
+	for k, want := range map[string]string{"cleanup.policy": "compact", "segment.ms": "3600000", "segment.bytes": "16777216"} {
+		if got[k] != want {
+			t.Errorf("%s: %s=%q, want %q", topic, k, got[k], want)
+		}
+	}
 }
