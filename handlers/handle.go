@@ -31,7 +31,7 @@ func (c *Checkpointer) HandleOffsetSync(msg *message.Message) error {
 // topic on the target; every instance reads it from its beginning.
 func (c *Checkpointer) HandleCheckpointRecord(msg *message.Message) error {
 	return c.handleWholeTopic(msg, c.CheckpointsReadToEnd, func(rec envelope.Record) error {
-		if c.sharded() && !c.cfg.Shards.mayHoldKey(rec.Key) {
+		if c.sharded() && !c.cfg.Shards.MayHoldKey(rec.Key) {
 			return nil // another instance's group: not even decoded
 		}
 		cp, err := messages.DecodeCheckpoint(rec.Key, rec.Value)

@@ -319,7 +319,7 @@ func (s *OffsetSyncer) queueCheckpoint(ctx context.Context, rec envelope.Record,
 		s.cfg.Logger.Warn("skipping tombstone in checkpoints topic", "topic", rec.Topic, "offset", rec.Offset)
 		return false
 	}
-	if !s.cfg.Shards.mayHoldKey(rec.Key) {
+	if !s.cfg.Shards.MayHoldKey(rec.Key) {
 		return false // another instance commits it: not even decoded
 	}
 	cp, err := messages.DecodeCheckpoint(rec.Key, rec.Value)

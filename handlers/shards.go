@@ -70,10 +70,11 @@ func (s *Shards) keyShard(key []byte) (int32, bool) {
 	return s.ofKey(key)
 }
 
-// mayHoldKey reports false only when the checkpoint record with key belongs
+// MayHoldKey reports false only when the checkpoint record with key belongs
 // to a shard owned elsewhere; true when it is this instance's or cannot be
-// told from the key alone.
-func (s *Shards) mayHoldKey(key []byte) bool {
+// told from the key alone. The tails of the checkpoints topic drop the
+// others' records with it as they read them, before they cost a message.
+func (s *Shards) MayHoldKey(key []byte) bool {
 	p, ok := s.keyShard(key)
 	if !ok {
 		return true

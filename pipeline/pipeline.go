@@ -227,8 +227,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	p.translate.AddConsumerHandler("index_offset_syncs", topics.OffsetSyncs, syncReader, p.checkpointer.HandleOffsetSync)
 
 	// Restore what was emitted before: the checkpoints topic, read whole.
-	tailReader, err := p.logReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias,
-		p.health.Stage(StageCheckpointsReader, target, readerRetryGap))
+	tailReader, err := p.checkpointsTail(p.health.Stage(StageCheckpointsReader, target, readerRetryGap))
 	if err != nil {
 		return fmt.Errorf("checkpoints reader: %w", err)
 	}
@@ -405,8 +404,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 		// its own headers): it sees as many as the translate stage writes.
 		// Every instance tails the topic and keeps its own groups', and a
 		// shard's state is read back when it is assigned.
-		sub, err := p.logReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias,
-			p.health.Stage(StageCommitReader, targetName, readerRetryGap))
+		sub, err := p.checkpointsTail(p.health.Stage(StageCommitReader, targetName, readerRetryGap))
 		if err != nil {
 			return fmt.Errorf("commit-router reader: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/checkpointd/checkpointd/handlers/filter"
@@ -124,13 +125,27 @@ func (p *Pipeline) offsetsLogReadable(ctx context.Context) (bool, string, error)
 }
 
 func (p *Pipeline) logReader(role config.Role, brokers []string, cluster string, stage *health.Stage) (message.Subscriber, error) {
+	return p.filteredLogReader(role, brokers, cluster, stage, nil)
+}
+
+// checkpointsTail reads the checkpoints topic for a stage that keeps its own
+// shards' records: every instance reads every record, and the others'
+// are dropped as they are read (they still count as read), not made into
+// messages first. A shard assigned later is restored by a read of its own.
+func (p *Pipeline) checkpointsTail(stage *health.Stage) (message.Subscriber, error) {
+	return p.filteredLogReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias, stage,
+		func(m *sarama.ConsumerMessage) bool { return p.shards.MayHoldKey(m.Key) })
+}
+
+func (p *Pipeline) filteredLogReader(role config.Role, brokers []string, cluster string, stage *health.Stage,
+	filter func(*sarama.ConsumerMessage) bool) (message.Subscriber, error) {
 	cfg, err := p.cfg.SaramaConfig(role)
 	if err != nil {
 		return nil, err
 	}
 	return kafkalog.NewLogReader(kafkalog.LogReaderConfig{
 		ReaderConfig: kafkalog.ReaderConfig{Brokers: brokers, Sarama: cfg, Cluster: cluster, Logger: p.logger, Observer: p.stageObserver(stage, ""),
-			BatchRecords: wholeTopicBatch},
+			BatchRecords: wholeTopicBatch, Filter: filter},
 	})
 }
 
