@@ -66,6 +66,7 @@ func (c *Config) saramaConfig(role Role) (*sarama.Config, error) {
 	sc.ClientID = c.clientID(role, p)
 	sc.RackID = strings.TrimSpace(p["client.rack"].value)
 	sc.Metadata.AllowAutoTopicCreation = false
+	sc.MetricRegistry = discardMetrics{}
 
 	steps := []func(*sarama.Config, props) error{mapCommon, mapSecurity}
 	switch role.kind() {
