@@ -50,24 +50,26 @@ func (l *controlLog) got() []string {
 	return slices.Clone(l.seen)
 }
 
-func newAnnounceSubscription(out chan<- *message.Message) *shardedSubscription {
+// newAnnounceSubscription is a subscription whose messages log acks and
+// keeps, until the test ends.
+func newAnnounceSubscription(t *testing.T) (*shardedSubscription, chan *message.Message, *controlLog) {
+	ch := make(chan *message.Message)
+	t.Cleanup(func() { close(ch) })
+	log := &controlLog{}
+	go log.run(ch)
 	return &shardedSubscription{
 		cfg:   &ShardedReaderConfig{RevokeTimeout: time.Second},
 		topic: "__consumer_offsets",
-		out:   out,
+		out:   ch,
 		log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
+	}, ch, log
 }
 
 // The first claim of a rebalance tells the handlers of every partition the
 // rebalance adds; the later claims do not tell again, and a partition whose
 // claim never starts is revoked when the session ends.
 func TestFirstClaimAnnouncesTheRebalancesPartitions(t *testing.T) {
-	ch := make(chan *message.Message)
-	defer close(ch)
-	var log controlLog
-	go log.run(ch)
-	s := newAnnounceSubscription(ch)
+	s, ch, log := newAnnounceSubscription(t)
 	sess := fakeSession{ctx: context.Background(), claims: map[string][]int32{s.topic: {4, 7, 9}}}
 	announce := func(p int32) bool {
 		return s.announce(sess.ctx, sess, p, &partitionOut{out: ch}, s.log)
@@ -96,11 +98,7 @@ func TestFirstClaimAnnouncesTheRebalancesPartitions(t *testing.T) {
 // A partition announced, whose claim never started, that a later rebalance
 // no longer gives, is revoked when the next rebalance's first claim starts.
 func TestAnnouncedPartitionGoneFromTheClaimsIsRevoked(t *testing.T) {
-	ch := make(chan *message.Message)
-	defer close(ch)
-	var log controlLog
-	go log.run(ch)
-	s := newAnnounceSubscription(ch)
+	s, ch, log := newAnnounceSubscription(t)
 	first := fakeSession{ctx: context.Background(), claims: map[string][]int32{s.topic: {1, 2}}}
 	if !s.announce(first.ctx, first, 1, &partitionOut{out: ch}, s.log) {
 		t.Fatal("not announced")
