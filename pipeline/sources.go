@@ -226,8 +226,8 @@ type groupSession struct{ timeout, heartbeat time.Duration }
 // leaseSession is the session of the groups that share shards in
 // admin-poll mode and of users' checkpoint handlers: a member that died
 // loses its partitions after checkpointd.commit.lease.session.timeout.ms (the
-// name is kept from the commit lease), and the others, heartbeating ten
-// times per session, join the rebalance within a tenth of it.
+// name is kept from the commit lease), and the others, heartbeating twenty
+// times per session, join the rebalance within a twentieth of it.
 func (p *Pipeline) leaseSession() groupSession {
 	return sessionOf(p.cfg.CommitLeaseSessionTimeout)
 }
@@ -246,9 +246,13 @@ func (p *Pipeline) sourceSession() groupSession {
 	return s
 }
 
+// sessionOf heartbeats twenty times a session: the survivors of a member
+// that died learn of the rebalance at their next heartbeat after its
+// session expired, which a hand-over waits for on top of the session (a
+// heartbeat is a small request to the coordinator).
 func sessionOf(t time.Duration) groupSession {
 	if t <= 0 {
 		return groupSession{}
 	}
-	return groupSession{timeout: t, heartbeat: max(t/10, 100*time.Millisecond)}
+	return groupSession{timeout: t, heartbeat: max(t/20, 100*time.Millisecond)}
 }
