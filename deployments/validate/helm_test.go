@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
@@ -500,5 +502,18 @@ func TestHelmFollowsTheBase(t *testing.T) {
 				t.Fatalf("%s: error does not say %q:\n%v", tc.name, tc.want, err)
 			}
 		})
+	}
+}
+
+// TestHelmLint: helm lint's rules (Chart.yaml, values and schema, templates
+// rendered strictly, the objects' YAML) find nothing worse than advice.
+func TestHelmLint(t *testing.T) {
+	l := lint.RunAll(chartDir, nil, release.Namespace)
+	for _, msg := range l.Messages {
+		if msg.Severity >= support.WarningSev {
+			t.Errorf("helm lint: %v", msg)
+		} else {
+			t.Logf("helm lint: %v", msg)
+		}
 	}
 }
