@@ -2,10 +2,17 @@ package validate
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/big"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +20,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v4/pkg/chart/v2/lint"
 	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
@@ -516,4 +524,80 @@ func TestHelmLint(t *testing.T) {
 			t.Logf("helm lint: %v", msg)
 		}
 	}
+}
+
+// TestHelmExampleValues: the example values file of the docs renders, its
+// values land, the files its MM2 config names are inside the Secrets it
+// mounts, and the result passes the checks with those Secrets' files where
+// the kubelet would put them (a temporary directory here).
+func TestHelmExampleValues(t *testing.T) {
+	raw, err := os.ReadFile("../helm/examples/eu-us.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := renderChart(t, chartDir, values, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := m.Deployments[0].Spec.Template.Spec
+	if c := pod.Containers[0]; c.Image != "registry.example.com/platform/checkpointd:0.1.0" {
+		t.Errorf("image %s", c.Image)
+	}
+	const mount = "/var/run/secrets/checkpointd/tls"
+	if !mountsSecret(pod, "kafka-ca", mount) {
+		t.Fatalf("the CA Secret is not mounted at %s", mount)
+	}
+	if len(m.ConfigMaps) != 1 {
+		t.Fatalf("ConfigMaps %v", m.ConfigMaps)
+	}
+	// The Secret kafka-ca as mounted: its key ca.crt, a CA certificate.
+	secretDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(secretDir, "ca.crt"), testCA(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range m.ConfigMaps {
+		var cfg map[string]string
+		if err := yaml.Unmarshal([]byte(cm.Data["mm2-checkpoint.yaml"]), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if cfg["source.cluster.alias"] != "eu" || cfg["target.cluster.alias"] != "us" {
+			t.Errorf("ConfigMap %s does not hold the example's MM2 config: %v", cm.Name, cfg)
+		}
+		for k, v := range cfg {
+			if strings.HasSuffix(k, ".location") && !strings.HasPrefix(v, mount+"/") {
+				t.Errorf("%s=%s is not inside a mounted Secret", k, v)
+			}
+		}
+		cm.Data["mm2-checkpoint.yaml"] = strings.ReplaceAll(cm.Data["mm2-checkpoint.yaml"], mount, secretDir)
+	}
+	if err := errors.Join(Check(m, CheckOptions{ConfigDir: t.TempDir()})...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testCA is a self-signed CA certificate in PEM.
+func testCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "kafka-ca"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
