@@ -19,16 +19,16 @@ type HelmRelease struct {
 	Name, Namespace string
 }
 
-// Helm renders the chart in dir as helm template does, without a cluster:
-// the chart loaded from its directory (links followed, as the helm command
-// loads it), the values merged over the chart's and checked against its
+// Helm renders the chart at dir (a directory or a packaged .tgz) as helm
+// template does, without a cluster: the chart loaded (a directory's links
+// followed, as the helm command loads it), the values merged over the chart's and checked against its
 // values.schema.json, the templates rendered by Helm's engine and the
 // manifests split and sorted in install order. Every object is decoded
 // strictly; all decoding errors are reported together. Helm's action
 // package would do the same through a fake cluster client, at twice the
 // dependencies to compile.
 func Helm(ctx context.Context, dir string, rel HelmRelease, values map[string]any) ([]Object, error) {
-	ch, err := loader.LoadDir(dir)
+	ch, err := loader.Load(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load chart %s: %w", dir, err)
 	}

@@ -24,6 +24,8 @@ import (
 
 	"helm.sh/helm/v4/pkg/chart/v2/lint"
 	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
@@ -600,4 +602,30 @@ func testCA(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// TestHelmPackageStandsAlone: helm package puts the linked base and
+// dashboard into the archive, and the archive renders what the directory
+// renders.
+func TestHelmPackageStandsAlone(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := chartutil.Save(ch, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]any{"monitoring": map[string]any{"dashboard": map[string]any{"enabled": true}}}
+	_, fromDir, err := renderChart(t, chartDir, values, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fromArchive, err := renderChart(t, archive, values, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := compareBuilds(t, fromDir, fromArchive); len(d) > 0 || len(fromDir) != 9 {
+		t.Fatalf("%d objects from the directory; the archive %s renders differently:\n%s", len(fromDir), archive, strings.Join(d, "\n"))
+	}
 }
