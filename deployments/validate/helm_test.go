@@ -340,6 +340,38 @@ func TestHelmValues(t *testing.T) {
 				t.Errorf("dashboard ConfigMap labels %v, %d bytes of JSON; want grafana_dashboard=1 and deployments/grafana/checkpointd.json (%d bytes)", cm.Labels, len(cm.Data["checkpointd.json"]), len(dashboard))
 			}
 		}},
+		{"pod scheduling", map[string]any{
+			"imagePullSecrets":  []any{map[string]any{"name": "registry-credentials"}},
+			"podAnnotations":    map[string]any{"example.com/owner": "platform"},
+			"nodeSelector":      map[string]any{"kubernetes.io/os": "linux"},
+			"tolerations":       []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "kafka", "effect": "NoSchedule"}},
+			"affinity":          map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "pool", "operator": "In", "values": []any{"kafka"}}}}}}}},
+			"priorityClassName": "kafka-critical",
+		}, true, func(t *testing.T, m *Manifests, _ []Object) {
+			tmpl := m.Deployments[0].Spec.Template
+			pod := tmpl.Spec
+			if len(pod.ImagePullSecrets) != 1 || pod.ImagePullSecrets[0].Name != "registry-credentials" {
+				t.Errorf("imagePullSecrets %v", pod.ImagePullSecrets)
+			}
+			if tmpl.Annotations["example.com/owner"] != "platform" {
+				t.Errorf("pod annotations %v", tmpl.Annotations)
+			}
+			if pod.NodeSelector["kubernetes.io/os"] != "linux" {
+				t.Errorf("nodeSelector %v", pod.NodeSelector)
+			}
+			if len(pod.Tolerations) != 1 || pod.Tolerations[0].Value != "kafka" || pod.Tolerations[0].Effect != corev1.TaintEffectNoSchedule {
+				t.Errorf("tolerations %+v", pod.Tolerations)
+			}
+			if a := pod.Affinity; a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+				t.Errorf("affinity %+v", a)
+			}
+			if pod.PriorityClassName != "kafka-critical" {
+				t.Errorf("priorityClassName %q", pod.PriorityClassName)
+			}
+			if len(pod.TopologySpreadConstraints) != 2 {
+				t.Errorf("the base's topology spread is lost: %+v", pod.TopologySpreadConstraints)
+			}
+		}},
 		{"common labels", map[string]any{"commonLabels": map[string]any{"team": "platform"}}, true, func(t *testing.T, m *Manifests, objs []Object) {
 			for _, o := range objs {
 				var meta struct {

@@ -154,6 +154,21 @@ as the values ask; a value left null keeps the base's.
   {{- $_ := set $c "volumeMounts" $mounts }}
 {{- end }}
 
+{{- /* Pod scheduling and pulling, where set. */}}
+{{- range $field := list "imagePullSecrets" "nodeSelector" "tolerations" "affinity" "priorityClassName" }}
+  {{- $value := get $v $field }}
+  {{- if $value }}
+    {{- if hasKey $pod $field }}
+      {{- fail (printf "%s: the base's pod spec sets it already; the chart would overwrite it" $field) }}
+    {{- end }}
+    {{- $_ := set $pod $field $value }}
+  {{- end }}
+{{- end }}
+{{- if $v.podAnnotations }}
+  {{- $meta := $spec.template.metadata }}
+  {{- $_ := set $meta "annotations" (mergeOverwrite (dict) ($meta.annotations | default dict) $v.podAnnotations) }}
+{{- end }}
+
 {{- /* Generated ConfigMaps under their hashed names, as kustomize's name references do. */}}
 {{- $gen := .generated }}
 {{- range $vol := $pod.volumes | default list }}
