@@ -116,41 +116,49 @@ func plant(t *testing.T, file, old, new string) {
 	}
 }
 
+// plantedFault is one fault planted in a copy of the manifests (file is
+// relative to kubernetes/) and what the validation must say about it.
+type plantedFault struct {
+	name, file, old, new string
+	overlay              bool
+	want                 string
+}
+
+// plantedFaults are the faults TestBrokenManifestsFail plants; the chart,
+// which renders the same base, must report the base's (helm_test.go).
+var plantedFaults = []plantedFault{
+	{"unknown field", "base/deployment.yaml", "  replicas: 3\n", "  replicas: 3\n  replica: 3\n", false, `unknown field "spec.replica"`},
+	{"unknown field in a pod", "base/deployment.yaml", "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: true\n            readOnlyRootFileSystem: true", false, `unknown field "spec.template.spec.containers[0].securityContext.readOnlyRootFileSystem"`},
+	{"wrong type", "base/deployment.yaml", "  replicas: 3\n", "  replicas: three\n", false, "spec.replicas"},
+	{"unknown field in a ServiceMonitor", "base/servicemonitor.yaml", "interval: 30s", "interval: 30s\n      intervall: 30s", false, `unknown field "spec.endpoints[0].intervall"`},
+	{"unknown field in a PrometheusRule", "base/prometheusrule.yaml", "severity: critical\n          annotations:\n            summary: \"checkpointd commits", "severity: critical\n          annotation: {}\n          annotations:\n            summary: \"checkpointd commits", false, `unknown field "spec.groups[0].rules[4].annotation"`},
+	{"unknown API version", "base/poddisruptionbudget.yaml", "policy/v1", "policy/v2", false, `no kind "PodDisruptionBudget" is registered for version "policy/v2"`},
+	{"broken PromQL", "base/prometheusrule.yaml", `expr: up{job="checkpointd"} == 0`, `expr: up{job="checkpointd"} ==`, false, "alert CheckpointdDown: PromQL"},
+	{"alert on a metric checkpointd does not export", "base/prometheusrule.yaml", "expr: checkpointd_gate_open{", "expr: checkpointd_gate_opened{", false, "reads checkpointd_gate_opened, which checkpointd does not export"},
+	{"alert on an unknown reason", "base/prometheusrule.yaml", `reason=~"unauthorized|commit_failed`, `reason=~"unauthorised|commit_failed`, false, `reason "unauthorised" is not one checkpointd reports`},
+	{"alert on another job", "base/prometheusrule.yaml", `expr: up{job="checkpointd"} == 0`, `expr: up{job="checkpoint"} == 0`, false, `selects job="checkpoint"; the ServiceMonitor's series have job="checkpointd"`},
+	{"set operation that matches nothing", "base/prometheusrule.yaml", "unless on (namespace, source, target)", "unless", false, "alert CheckpointdTargetCommitsRetrying: unless between series labelled [namespace reason source target] and [namespace source target] matches nothing"},
+	{"config key checkpointd does not know", "base/mm2-checkpoint.yaml", `sync.group.offsets.enabled: "true"`, `sync.group.offset.enabled: "true"`, false, "checkpointd warns"},
+	{"config value checkpointd refuses", "base/mm2-checkpoint.yaml", `sync.group.offsets.interval.seconds: "60"`, `sync.group.offsets.interval.seconds: "0"`, false, "checkpointd refuses it"},
+	{"checkpointd's own key in the connector config", "base/mm2-checkpoint.yaml", `tasks.max: "3"`, `tasks.max: "3"` + "\ncheckpointd.log.level: debug", false, `key "checkpointd.log.level" is not one of MM2's`},
+	{"instance not named", "base/deployment.yaml", "- name: CHECKPOINTD_CHECKPOINTD_INSTANCE_ID\n", "- name: CHECKPOINTD_CHECKPOINTD_INSTANCE\n", false, "checkpointd.instance.id is not set"},
+	{"readiness on the wrong path", "base/deployment.yaml", "path: /readyz", "path: /ready", false, "readiness probe on /ready, want /readyz"},
+	{"metrics on loopback", "base/deployment.yaml", `value: "0.0.0.0:9464"`, `value: "127.0.0.1:9464"`, false, "cannot reach loopback"},
+	{"writable root filesystem", "base/deployment.yaml", "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false", false, "readOnlyRootFilesystem must be true"},
+	{"capabilities kept", "base/deployment.yaml", `drop: ["ALL"]`, `drop: ["NET_RAW"]`, false, "capabilities must drop ALL"},
+	{"memory limit below the measured RSS", "base/deployment.yaml", "memory: 512Mi", "memory: 320Mi", false, "not above the largest measured RSS"},
+	{"grace period shorter than the drain", "base/deployment.yaml", "terminationGracePeriodSeconds: 45", "terminationGracePeriodSeconds: 10", false, "does not cover the 30 s drain"},
+	{"HPA on another Deployment", "base/horizontalpodautoscaler.yaml", "    name: checkpointd\n  minReplicas", "    name: checkpoint\n  minReplicas", false, "scales Deployment checkpoint"},
+	{"PDB that blocks every drain", "base/poddisruptionbudget.yaml", "maxUnavailable: 1", "maxUnavailable: 0", false, "allows 0 of 3 pods down"},
+	{"Service port pointing nowhere", "base/service.yaml", "targetPort: metrics", "targetPort: metric", false, "target port metric is not a port of the container"},
+	{"overlay without its Secret", "overlays/example/kustomization.yaml", "secretGenerator:\n  - name: checkpointd-sasl\n    envs:\n      - sasl.env\n", "", true, `Secret "checkpointd-sasl" is not in the build`},
+	{"SASL login checkpointd cannot use", "overlays/example/sasl.env", `CHECKPOINTD_TARGET_CLUSTER_SASL_JAAS_CONFIG=org.apache.kafka.common.security.scram.ScramLoginModule required username="checkpointd" password="example-us-password";`, `CHECKPOINTD_TARGET_CLUSTER_SASL_JAAS_CONFIG=org.apache.kafka.common.security.scram.ScramLoginModule required username="checkpointd";`, true, "checkpointd refuses it"},
+}
+
 // TestBrokenManifestsFail plants one fault at a time in a copy of the
 // manifests and wants the validation to name it: the checks above can fail.
 func TestBrokenManifestsFail(t *testing.T) {
-	for _, tc := range []struct {
-		name, file, old, new string
-		overlay              bool
-		want                 string
-	}{
-		{"unknown field", "base/deployment.yaml", "  replicas: 3\n", "  replicas: 3\n  replica: 3\n", false, `unknown field "spec.replica"`},
-		{"unknown field in a pod", "base/deployment.yaml", "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: true\n            readOnlyRootFileSystem: true", false, `unknown field "spec.template.spec.containers[0].securityContext.readOnlyRootFileSystem"`},
-		{"wrong type", "base/deployment.yaml", "  replicas: 3\n", "  replicas: three\n", false, "spec.replicas"},
-		{"unknown field in a ServiceMonitor", "base/servicemonitor.yaml", "interval: 30s", "interval: 30s\n      intervall: 30s", false, `unknown field "spec.endpoints[0].intervall"`},
-		{"unknown field in a PrometheusRule", "base/prometheusrule.yaml", "severity: critical\n          annotations:\n            summary: \"checkpointd commits", "severity: critical\n          annotation: {}\n          annotations:\n            summary: \"checkpointd commits", false, `unknown field "spec.groups[0].rules[4].annotation"`},
-		{"unknown API version", "base/poddisruptionbudget.yaml", "policy/v1", "policy/v2", false, `no kind "PodDisruptionBudget" is registered for version "policy/v2"`},
-		{"broken PromQL", "base/prometheusrule.yaml", `expr: up{job="checkpointd"} == 0`, `expr: up{job="checkpointd"} ==`, false, "alert CheckpointdDown: PromQL"},
-		{"alert on a metric checkpointd does not export", "base/prometheusrule.yaml", "expr: checkpointd_gate_open{", "expr: checkpointd_gate_opened{", false, "reads checkpointd_gate_opened, which checkpointd does not export"},
-		{"alert on an unknown reason", "base/prometheusrule.yaml", `reason=~"unauthorized|commit_failed`, `reason=~"unauthorised|commit_failed`, false, `reason "unauthorised" is not one checkpointd reports`},
-		{"alert on another job", "base/prometheusrule.yaml", `expr: up{job="checkpointd"} == 0`, `expr: up{job="checkpoint"} == 0`, false, `selects job="checkpoint"; the ServiceMonitor's series have job="checkpointd"`},
-		{"set operation that matches nothing", "base/prometheusrule.yaml", "unless on (namespace, source, target)", "unless", false, "alert CheckpointdTargetCommitsRetrying: unless between series labelled [namespace reason source target] and [namespace source target] matches nothing"},
-		{"config key checkpointd does not know", "base/mm2-checkpoint.yaml", `sync.group.offsets.enabled: "true"`, `sync.group.offset.enabled: "true"`, false, "checkpointd warns"},
-		{"config value checkpointd refuses", "base/mm2-checkpoint.yaml", `sync.group.offsets.interval.seconds: "60"`, `sync.group.offsets.interval.seconds: "0"`, false, "checkpointd refuses it"},
-		{"checkpointd's own key in the connector config", "base/mm2-checkpoint.yaml", `tasks.max: "3"`, `tasks.max: "3"` + "\ncheckpointd.log.level: debug", false, `key "checkpointd.log.level" is not one of MM2's`},
-		{"instance not named", "base/deployment.yaml", "- name: CHECKPOINTD_CHECKPOINTD_INSTANCE_ID\n", "- name: CHECKPOINTD_CHECKPOINTD_INSTANCE\n", false, "checkpointd.instance.id is not set"},
-		{"readiness on the wrong path", "base/deployment.yaml", "path: /readyz", "path: /ready", false, "readiness probe on /ready, want /readyz"},
-		{"metrics on loopback", "base/deployment.yaml", `value: "0.0.0.0:9464"`, `value: "127.0.0.1:9464"`, false, "cannot reach loopback"},
-		{"writable root filesystem", "base/deployment.yaml", "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false", false, "readOnlyRootFilesystem must be true"},
-		{"capabilities kept", "base/deployment.yaml", `drop: ["ALL"]`, `drop: ["NET_RAW"]`, false, "capabilities must drop ALL"},
-		{"memory limit below the measured RSS", "base/deployment.yaml", "memory: 512Mi", "memory: 320Mi", false, "not above the largest measured RSS"},
-		{"grace period shorter than the drain", "base/deployment.yaml", "terminationGracePeriodSeconds: 45", "terminationGracePeriodSeconds: 10", false, "does not cover the 30 s drain"},
-		{"HPA on another Deployment", "base/horizontalpodautoscaler.yaml", "    name: checkpointd\n  minReplicas", "    name: checkpoint\n  minReplicas", false, "scales Deployment checkpoint"},
-		{"PDB that blocks every drain", "base/poddisruptionbudget.yaml", "maxUnavailable: 1", "maxUnavailable: 0", false, "allows 0 of 3 pods down"},
-		{"Service port pointing nowhere", "base/service.yaml", "targetPort: metrics", "targetPort: metric", false, "target port metric is not a port of the container"},
-		{"overlay without its Secret", "overlays/example/kustomization.yaml", "secretGenerator:\n  - name: checkpointd-sasl\n    envs:\n      - sasl.env\n", "", true, `Secret "checkpointd-sasl" is not in the build`},
-		{"SASL login checkpointd cannot use", "overlays/example/sasl.env", `CHECKPOINTD_TARGET_CLUSTER_SASL_JAAS_CONFIG=org.apache.kafka.common.security.scram.ScramLoginModule required username="checkpointd" password="example-us-password";`, `CHECKPOINTD_TARGET_CLUSTER_SASL_JAAS_CONFIG=org.apache.kafka.common.security.scram.ScramLoginModule required username="checkpointd";`, true, "checkpointd refuses it"},
-	} {
+	for _, tc := range plantedFaults {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			copyTree(t, kubernetesDir, dir)
