@@ -20,6 +20,7 @@ import (
 	"github.com/checkpointd/checkpointd/infra/adminpoll"
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/infra/health"
+	"github.com/checkpointd/checkpointd/infra/kafkaerr"
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
 	"github.com/checkpointd/checkpointd/infra/metrics"
 	"github.com/checkpointd/checkpointd/infra/targetgroups"
@@ -90,7 +91,7 @@ func New(ctx context.Context, cfg *config.Config, opt ...Option) (*Pipeline, err
 		return nil, err
 	}
 	p := &Pipeline{cfg: cfg, opts: o, logger: o.logger, traceGroups: make(map[string]string),
-		health: health.New(cfg.StageFailureTimeout, o.logger), running: make(chan struct{})}
+		health: health.New(cfg.StageFailureTimeout, o.logger, health.WithUnreachable(kafkaerr.Unreachable)), running: make(chan struct{})}
 	var err error
 	if p.events, err = p.newEventBus(); err != nil {
 		return nil, err
@@ -348,7 +349,11 @@ func (p *Pipeline) Ready(ctx context.Context) error {
 	for _, probe := range p.probes {
 		if err := probe.Check(ctx); err != nil {
 			reasons = append(reasons, err)
+			continue
 		}
+		// The cluster answers: stages that failed only to reach it before
+		// that, and have been idle since, are no longer failing.
+		p.health.ClusterAnswered(probe.Name(), probe.Answered())
 	}
 	if err := p.health.Check(); err != nil {
 		reasons = append(reasons, err)
