@@ -189,6 +189,10 @@ func (p *Pipeline) build(ctx context.Context) error {
 		return err
 	}
 
+	partitions, err := p.sourcePartitionCounts()
+	if err != nil {
+		return err
+	}
 	p.checkpointer, err = handlers.NewCheckpointer(handlers.CheckpointerConfig{
 		SourceAlias:     p.cfg.SourceAlias,
 		TargetAlias:     p.cfg.TargetAlias,
@@ -203,6 +207,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		CheckpointLog:   p.restoreLog,
 		RestoreRetry:    p.cfg.SyncGroupOffsetsInterval,
 		Veto:            p.opts.policy().Veto,
+		Partitions:      partitions.Has,
 	})
 	if err != nil {
 		return err
@@ -298,6 +303,8 @@ func (p *Pipeline) instrument(targetClient sarama.Client) error {
 		func() float64 { return float64(ix.Stats().Syncs) })
 	m.GaugeFunc(metrics.GaugeOutboxQueued, "Checkpoints decided and waiting to be published (at most one per group and partition).",
 		func() float64 { return float64(p.outbox.Len()) })
+	m.CounterFunc(metrics.CounterOffsetSyncsTrailingBytes, "Offset-sync records applied though their key or value goes on after the last field (MirrorMaker ignores such bytes too).",
+		func() float64 { return float64(p.checkpointer.SyncsWithTrailingBytes()) })
 	m.CounterFunc(metrics.CounterCheckpointsPublished, "Checkpoint records the target acknowledged.",
 		func() float64 { return float64(p.outbox.Stats().Published) })
 	m.CounterFunc(metrics.CounterCheckpointsSuperseded, "Queued checkpoints replaced by a newer one of the same group and partition before they were written.",
