@@ -14,7 +14,9 @@ import (
 // does not have. Trailing bytes are accepted, as MM2 does, and counted.
 func TestOffsetSyncChecks(t *testing.T) {
 	const syncs = "mm2-offset-syncs.target.internal"
-	tp := func(topic string, p int32) messages.TopicPartition { return messages.TopicPartition{Topic: topic, Partition: p} }
+	tp := func(topic string, p int32) messages.TopicPartition {
+		return messages.TopicPartition{Topic: topic, Partition: p}
+	}
 	// orders has 4 partitions, gone is unknown to the source (cannot tell).
 	partitions := func(topic string, p int32) (bool, bool) {
 		if topic == "orders" {
