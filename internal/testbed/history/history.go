@@ -136,7 +136,10 @@ type key struct {
 type Stats struct {
 	Commits, Checkpoints, TargetWrites int
 	Judged, NotYetDue                  int // commits whose deadline was judged, or after End
-	WorstLag                           time.Duration
+	// WorstLag is the longest time from a judged commit to the first
+	// target write at its checkpoint or beyond (to the checkpoint when
+	// target groups are not judged).
+	WorstLag time.Duration
 }
 
 // Check returns every violation, in a stable order, and what it looked at.
@@ -376,8 +379,12 @@ func (h *History) checkLiveness(commits map[key][]Commit, cps map[key][]Checkpoi
 					w.Offset, w.At.Format(time.StampMilli), pos, deadline.Format(time.StampMilli), now.Offset, now.At.Format(time.StampMilli), h.Bound, w.Offset-pos)})
 				continue
 			}
-			if w.At.After(c.At) {
-				lag = w.At.Sub(c.At)
+			// The lag: to the first write that put the target there.
+			for _, w := range writes[k] {
+				if w.At.After(c.At.Add(-h.Slack)) && w.Offset >= got.DownstreamOffset {
+					lag = max(lag, w.At.Sub(c.At))
+					break
+				}
 			}
 			st.WorstLag = max(st.WorstLag, lag)
 		}

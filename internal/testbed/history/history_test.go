@@ -113,6 +113,9 @@ func TestCheck(t *testing.T) {
 			for _, v := range vs {
 				got = append(got, v.String())
 			}
+			if tc.name == "clean" && st.WorstLag != 50*time.Millisecond {
+				t.Errorf("WorstLag = %v, want the 50ms from each commit to its target write", st.WorstLag)
+			}
 			if len(tc.want) == 0 && len(got) > 0 {
 				t.Fatalf("violations in a run without any:\n%s", strings.Join(got, "\n"))
 			}
