@@ -65,10 +65,28 @@ func TestFaultProxy(t *testing.T) {
 	if took, err := ask(proxied); err != nil || took < 400*time.Millisecond {
 		t.Errorf("with 300 ms each way: answered in %v (%v), want at least 400ms", took, err)
 	}
-	if took, err := ask(direct); err != nil || took > 200*time.Millisecond {
+	if took, err := ask(direct); err != nil || took > 250*time.Millisecond {
 		t.Errorf("direct client under the proxy's latency: %v after %v", err, took)
 	}
 	c.Faults.Heal()
+
+	// ApiVersions answers with about 500 bytes: at 1 KB/s, half a second.
+	if err := c.Faults.Bandwidth(1); err != nil {
+		t.Fatal(err)
+	}
+	if took, err := ask(proxied); err != nil || took < 250*time.Millisecond {
+		t.Errorf("at 1 KB/s: answered in %v (%v), want at least 250ms", took, err)
+	}
+	c.Faults.Heal()
+
+	if err := c.Faults.ResetPeer(0); err != nil {
+		t.Fatal(err)
+	}
+	if took, err := ask(proxied); err == nil {
+		t.Errorf("through resets: answered in %v, want the connection reset", took)
+	}
+	c.Faults.Heal()
+	_ = proxied.Brokers()[0].Close()
 
 	if err := c.Faults.BlackHole(); err != nil {
 		t.Fatal(err)
