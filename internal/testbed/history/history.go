@@ -90,8 +90,12 @@ type History struct {
 	Replicated   Replication
 	// Remote names a source topic on the target (the replication policy).
 	Remote func(sourceTopic string) string
-	// Healed is when the last fault of the run ended (zero: none).
+	// Healed is when the last fault of the run ended (zero: none): every
+	// commit made before may wait for it. Faults are finer: a commit may
+	// wait for the end of a fault it was made in, or that began within
+	// Bound of it, and so on.
 	Healed time.Time
+	Faults []Window
 	// Bound is how long a source commit may take to be checkpointed and
 	// to reach the target, after it was made or after Healed.
 	Bound time.Duration
@@ -103,6 +107,29 @@ type History struct {
 	// Slack absorbs the millisecond truncation of record timestamps.
 	// Zero: 5 ms.
 	Slack time.Duration
+}
+
+// Window is when a fault lasted.
+type Window struct{ From, To time.Time }
+
+// deadline is when a commit made at t must be on the target: Bound after
+// t, or after the end of each fault that began before that, and after
+// Healed if t is before it.
+func (h *History) deadline(t time.Time) time.Time {
+	d := t
+	if h.Healed.After(d) {
+		d = h.Healed
+	}
+	d = d.Add(h.Bound)
+	for moved := true; moved; {
+		moved = false
+		for _, w := range h.Faults {
+			if !w.From.After(d) && !w.To.Before(t) && w.To.Add(h.Bound).After(d) {
+				d, moved = w.To.Add(h.Bound), true
+			}
+		}
+	}
+	return d
 }
 
 // Violation is one broken promise.
@@ -140,6 +167,10 @@ type Stats struct {
 	// target write at its checkpoint or beyond (to the checkpoint when
 	// target groups are not judged).
 	WorstLag time.Duration
+	// WorstCatchUp is the same, counted from the end of the fault the
+	// commit met (from the commit when it met none): how long the target
+	// took to catch up after a heal.
+	WorstCatchUp time.Duration
 }
 
 // Check returns every violation, in a stable order, and what it looked at.
@@ -324,11 +355,7 @@ func (h *History) checkLiveness(commits map[key][]Commit, cps map[key][]Checkpoi
 	for _, k := range sortedKeys(commits) {
 		cs := commits[k]
 		for i, c := range cs {
-			deadline := c.At
-			if h.Healed.After(deadline) {
-				deadline = h.Healed
-			}
-			deadline = deadline.Add(h.Bound)
+			deadline := h.deadline(c.At)
 			if deadline.After(h.End) {
 				st.NotYetDue++
 				continue
@@ -383,6 +410,7 @@ func (h *History) checkLiveness(commits map[key][]Commit, cps map[key][]Checkpoi
 			for _, w := range writes[k] {
 				if w.At.After(c.At.Add(-h.Slack)) && w.Offset >= got.DownstreamOffset {
 					lag = max(lag, w.At.Sub(c.At))
+					st.WorstCatchUp = max(st.WorstCatchUp, w.At.Sub(deadline.Add(-h.Bound)))
 					break
 				}
 			}

@@ -84,6 +84,21 @@ func TestCheck(t *testing.T) {
 			h.Checkpoints[9].At = ms(2100)
 			h.TargetWrites[9].At = ms(2150)
 		}, []string{"late: group g, partition src.orders-0: source offset 101 committed at"}},
+		{"late only after the bound past the fault it was made in", func(h *History) {
+			h.Faults = []Window{{From: ms(950), To: ms(1500)}}
+			h.Checkpoints[9].At = ms(2400) // within 1.5 s + 1 s
+			h.TargetWrites[9].At = ms(2450)
+		}, nil},
+		{"a fault that began within the bound of the commit counts too", func(h *History) {
+			h.Faults = []Window{{From: ms(1800), To: ms(2200)}}
+			h.Checkpoints[9].At = ms(3100) // commit at 1 s, fault from 1.8 s to 2.2 s
+			h.TargetWrites[9].At = ms(3150)
+		}, nil},
+		{"late past the end of the fault", func(h *History) {
+			h.Faults = []Window{{From: ms(950), To: ms(1500)}, {From: ms(4000), To: ms(4500)}}
+			h.Checkpoints[9].At = ms(2600)
+			h.TargetWrites[9].At = ms(2650)
+		}, []string{"late: group g, partition src.orders-0: source offset 101 committed at"}},
 		{"an active group written", func(h *History) {
 			h.Active = []Span{{Group: "g", From: ms(640), To: ms(700)}}
 		}, []string{"active-written: group g, partition src.orders-0: target offset 61 written at"}},
@@ -113,8 +128,11 @@ func TestCheck(t *testing.T) {
 			for _, v := range vs {
 				got = append(got, v.String())
 			}
-			if tc.name == "clean" && st.WorstLag != 50*time.Millisecond {
-				t.Errorf("WorstLag = %v, want the 50ms from each commit to its target write", st.WorstLag)
+			if tc.name == "clean" && (st.WorstLag != 50*time.Millisecond || st.WorstCatchUp != 50*time.Millisecond) {
+				t.Errorf("WorstLag, WorstCatchUp = %v, %v; want the 50ms from each commit to its target write", st.WorstLag, st.WorstCatchUp)
+			}
+			if tc.name == "late only after the bound past the fault it was made in" && st.WorstCatchUp != 950*time.Millisecond {
+				t.Errorf("WorstCatchUp = %v, want 950ms from the end of the fault to the target write", st.WorstCatchUp)
 			}
 			if len(tc.want) == 0 && len(got) > 0 {
 				t.Fatalf("violations in a run without any:\n%s", strings.Join(got, "\n"))

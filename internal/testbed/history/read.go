@@ -125,7 +125,7 @@ func Verify(t testing.TB, h *History) Stats {
 		}
 		t.Errorf("history: %s", v)
 	}
-	t.Logf("history: %d source commits, %d offset syncs, %d checkpoints, %d target writes; %d commits judged for lateness (%d not yet due), worst commit-to-target lag %v; %d violations",
-		st.Commits, len(h.Syncs), st.Checkpoints, st.TargetWrites, st.Judged, st.NotYetDue, st.WorstLag.Round(time.Millisecond), len(vs))
+	t.Logf("history: %d source commits, %d offset syncs, %d checkpoints, %d target writes; %d commits judged for lateness (%d not yet due), worst commit-to-target lag %v (%v after the end of a fault); %d violations",
+		st.Commits, len(h.Syncs), st.Checkpoints, st.TargetWrites, st.Judged, st.NotYetDue, st.WorstLag.Round(time.Millisecond), st.WorstCatchUp.Round(time.Millisecond), len(vs))
 	return st
 }
