@@ -352,6 +352,10 @@ func (h *History) checkTargetWrites(commits map[key][]Commit, writes map[key][]T
 func (h *History) checkLiveness(commits map[key][]Commit, cps map[key][]Checkpoint, writes map[key][]TargetWrite) ([]Violation, Stats) {
 	var out []Violation
 	var st Stats
+	// Syncs written after End cannot matter to a deadline before it; a
+	// sync written after a commit's deadline is counted as if before,
+	// which only makes a commit more likely judged late, never less.
+	syncs := h.syncsByKey(h.End)
 	for _, k := range sortedKeys(commits) {
 		cs := commits[k]
 		for i, c := range cs {
@@ -375,7 +379,7 @@ func (h *History) checkLiveness(commits map[key][]Commit, cps map[key][]Checkpoi
 				continue
 			}
 			st.Judged++
-			got := h.checkpointOf(cps[k], c, deadline, later)
+			got := h.checkpointOf(cps[k], syncs[k.tp], c, deadline, later)
 			if got == nil {
 				out = append(out, Violation{RuleLate, k.group, k.tp, fmt.Sprintf(
 					"source offset %d committed at %s has no checkpoint by %s (bound %s)",
@@ -421,10 +425,15 @@ func (h *History) checkLiveness(commits map[key][]Commit, cps map[key][]Checkpoi
 }
 
 // checkpointOf is the checkpoint that carries commit c (or a later commit
-// of the same run, offsets in later) by deadline: the latest one before c
-// if it already says c's offset (a repeated commit needs none), else the
-// first written after c.
-func (h *History) checkpointOf(cps []Checkpoint, c Commit, deadline time.Time, later map[int64]bool) *Checkpoint {
+// of the same run, offsets in later) by deadline: the first written after
+// c that says c's offset, a later one, or a lower one that translates the
+// same (no offset sync between them: MM2 writes no checkpoint that moves
+// nothing); else the latest one before c if it says c's offset or one that
+// translates the same.
+func (h *History) checkpointOf(cps []Checkpoint, syncs []int64, c Commit, deadline time.Time, later map[int64]bool) *Checkpoint {
+	same := func(cp *Checkpoint) bool {
+		return cp.UpstreamOffset == c.Offset || cp.UpstreamOffset < c.Offset && !syncIn(syncs, cp.UpstreamOffset, c.Offset)
+	}
 	var before *Checkpoint
 	for j := range cps {
 		cp := &cps[j]
@@ -435,14 +444,39 @@ func (h *History) checkpointOf(cps []Checkpoint, c Commit, deadline time.Time, l
 			before = cp
 			continue
 		}
-		if later[cp.UpstreamOffset] {
+		if later[cp.UpstreamOffset] || same(cp) {
 			return cp
 		}
 	}
-	if before != nil && before.UpstreamOffset == c.Offset {
+	if before != nil && same(before) {
 		return before
 	}
 	return nil
+}
+
+// syncIn reports whether a sync's upstream offset is in [from, to]: then
+// from and to translate differently (from at a sync maps to it exactly, an
+// offset past it one further).
+func syncIn(syncs []int64, from, to int64) bool {
+	i, _ := slices.BinarySearch(syncs, from)
+	return i < len(syncs) && syncs[i] <= to
+}
+
+// syncsByKey are the upstream offsets of the offset syncs written by
+// until, per target partition, ascending.
+func (h *History) syncsByKey(until time.Time) map[messages.TopicPartition][]int64 {
+	m := make(map[messages.TopicPartition][]int64)
+	for _, s := range h.Syncs {
+		if s.At.After(until) {
+			continue
+		}
+		tp := messages.TopicPartition{Topic: h.Remote(s.Topic), Partition: s.Partition}
+		m[tp] = append(m[tp], s.UpstreamOffset)
+	}
+	for _, us := range m {
+		slices.Sort(us)
+	}
+	return m
 }
 
 // lastBefore is the last write at or before t.

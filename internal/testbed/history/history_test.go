@@ -99,6 +99,15 @@ func TestCheck(t *testing.T) {
 			h.Checkpoints[9].At = ms(2600)
 			h.TargetWrites[9].At = ms(2650)
 		}, []string{"late: group g, partition src.orders-0: source offset 101 committed at"}},
+		{"a commit that translates as the last checkpoint needs none", func(h *History) {
+			// On orders-1, 15 is past the sync at 10 as 11 is: both
+			// translate to 11, and only 11 is checkpointed.
+			onePartition(h, 15)
+		}, nil},
+		{"a commit past a sync needs its own checkpoint", func(h *History) {
+			// 20 is at the sync at 20: it translates to 20, not 11.
+			onePartition(h, 20)
+		}, []string{"late: group g, partition src.orders-1: source offset 20 committed at"}},
 		{"an active group written", func(h *History) {
 			h.Active = []Span{{Group: "g", From: ms(640), To: ms(700)}}
 		}, []string{"active-written: group g, partition src.orders-0: target offset 61 written at"}},
@@ -154,6 +163,21 @@ func TestCheck(t *testing.T) {
 			t.Logf("%d violations: %s", len(got), strings.Join(got, " | "))
 		})
 	}
+}
+
+// onePartition adds orders-1 to h: syncs at 10 and 20, commits of 11
+// (checkpointed and on the target) and then of next, neither.
+func onePartition(h *History, next int64) {
+	src := messages.TopicPartition{Topic: "orders", Partition: 1}
+	remote := messages.TopicPartition{Topic: "src.orders", Partition: 1}
+	for _, u := range []int64{10, 20} {
+		h.Syncs = append(h.Syncs, Sync{OffsetSync: messages.OffsetSync{TopicPartition: src, UpstreamOffset: u, DownstreamOffset: u}, At: ms(50)})
+	}
+	h.Commits = append(h.Commits,
+		Commit{Group: "g", TopicPartition: src, Offset: 11, At: ms(100)},
+		Commit{Group: "g", TopicPartition: src, Offset: next, At: ms(200)})
+	h.Checkpoints = append(h.Checkpoints, Checkpoint{Checkpoint: messages.Checkpoint{Group: "g", TopicPartition: remote, UpstreamOffset: 11, DownstreamOffset: 11}, At: ms(120), Offset: 100})
+	h.TargetWrites = append(h.TargetWrites, TargetWrite{Group: "g", TopicPartition: remote, Offset: 11, At: ms(150)})
 }
 
 func TestRecordsPosition(t *testing.T) {
