@@ -64,6 +64,12 @@ type CheckpointerConfig struct {
 	// decision lock. A vetoed checkpoint still counts as the last one of
 	// its pair for MM2's rules, as if written.
 	Veto func(ctx context.Context, cp messages.Checkpoint) bool
+	// Partitions, when set, tells whether the source topic of an offset
+	// sync has the sync's partition (known false: it cannot tell, the sync
+	// is applied). It must answer from a metadata cache, as it is asked
+	// per sync. A sync for a partition the topic does not have is skipped
+	// as malformed.
+	Partitions func(topic string, partition int32) (has, known bool)
 }
 
 // Checkpointer is the state shared by the index, tail and translate handlers:
@@ -85,6 +91,9 @@ type Checkpointer struct {
 	// one __consumer_offsets partition).
 	shards     map[int32]*shard
 	groupShard map[string]int32
+	// syncsTrailing counts offset syncs applied though they carry bytes
+	// after their last field (see SyncsWithTrailingBytes).
+	syncsTrailing atomic.Int64
 	// emittedHere holds the groups this instance emitted checkpoints for
 	// since it was assigned their shard.
 	emittedHere map[string]struct{}

@@ -20,6 +20,9 @@ func (c *Checkpointer) HandleOffsetSync(msg *message.Message) error {
 	return c.handleWholeTopic(msg, c.SyncsReadToEnd, func(rec envelope.Record) error {
 		sync, err := messages.DecodeOffsetSync(rec.Key, rec.Value)
 		if err == nil {
+			err = c.checkSync(rec, sync)
+		}
+		if err == nil {
 			c.ApplySync(msg.Context(), sync)
 			c.cfg.Observer.OffsetSyncApplied(msg.Context(), sync)
 		}

@@ -419,6 +419,13 @@ func (o *Outbox) publish(ctx context.Context, batch []outgoing) {
 		}
 		if wait == 0 { // a refused write; an unconfirmed shard is no failure of the target
 			o.stats.failures.Add(1)
+			// Only what did not land is written again, so each record is
+			// written (and counted as published) once when it lands.
+			batch = o.keepUnwritten(batch, err)
+			if len(batch) == 0 {
+				o.landed()
+				return
+			}
 		}
 		// The first failure and then attempts 2, 4, 8, ...: an outage of
 		// minutes gives a handful of lines, not one per retry.
@@ -445,6 +452,39 @@ func (o *Outbox) publish(ctx context.Context, batch []outgoing) {
 			return
 		}
 	}
+}
+
+// partialWrite is a publish error that says which messages were not
+// acknowledged; the others were (kafkalog.PartialWriteError).
+type partialWrite interface{ Unwritten() []*message.Message }
+
+// keepUnwritten counts as published, and ends the spans of, the checkpoints
+// of a failed batch that the error says did land, and returns the others.
+// An error that does not say keeps them all.
+func (o *Outbox) keepUnwritten(batch []outgoing, err error) []outgoing {
+	var pw partialWrite
+	if !errors.As(err, &pw) {
+		return batch
+	}
+	failed := make(map[*message.Message]bool, len(pw.Unwritten()))
+	for _, m := range pw.Unwritten() {
+		failed[m] = true
+	}
+	keep := batch[:0]
+	var landed int64
+	for _, out := range batch {
+		if failed[out.msg] {
+			keep = append(keep, out)
+			continue
+		}
+		landed++
+		endSend(out.entry.ctx, nil)
+	}
+	o.stats.published.Add(landed)
+	o.mu.Lock()
+	o.flying = len(keep)
+	o.mu.Unlock()
+	return keep
 }
 
 // dropDisowned removes from a batch the checkpoints of groups whose shard

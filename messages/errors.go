@@ -24,6 +24,9 @@ var (
 	// ErrTombstone means a null value on a record that always has one, such as
 	// a checkpoint. MM2's Java readers crash on these; callers should skip them.
 	ErrTombstone = errors.New("tombstone (null value)")
+	// ErrImplausible means a record that decodes but whose values no Kafka
+	// or MirrorMaker writer produces, such as a negative offset.
+	ErrImplausible = errors.New("implausible value")
 )
 
 // DecodeError reports where decoding a record key or value failed.

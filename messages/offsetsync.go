@@ -67,3 +67,26 @@ func DecodeOffsetSync(key, value []byte) (OffsetSync, error) {
 	}
 	return s, nil
 }
+
+// Check reports a sync that decodes but that no MirrorMaker writes: a
+// negative partition or offset. Java's reader would apply it; checkpointd
+// skips it (errors.Is(err, ErrImplausible)), since a negative downstream
+// offset would become a checkpoint and a negative partition can never match
+// a commit.
+func (s OffsetSync) Check() error {
+	switch {
+	case s.Partition < 0:
+		return fmt.Errorf("offset sync of %s: partition %d: %w", s.Topic, s.Partition, ErrImplausible)
+	case s.UpstreamOffset < 0:
+		return fmt.Errorf("offset sync of %s: upstreamOffset %d: %w", s.TopicPartition, s.UpstreamOffset, ErrImplausible)
+	case s.DownstreamOffset < 0:
+		return fmt.Errorf("offset sync of %s: offset %d: %w", s.TopicPartition, s.DownstreamOffset, ErrImplausible)
+	}
+	return nil
+}
+
+// TrailingBytes is how many bytes key and value, which decoded as s, carry
+// after their last field: accepted as MM2 does, but worth counting.
+func (s OffsetSync) TrailingBytes(key, value []byte) int {
+	return max(len(key)-stringSize(s.Topic)-4, 0) + max(len(value)-16, 0)
+}

@@ -34,5 +34,13 @@ func FuzzDecodeOffsetSync(f *testing.F) {
 		if !bytes.HasPrefix(key, s.Key()) || !bytes.HasPrefix(value, s.Value()) {
 			t.Fatalf("%v re-encodes to %x / %x, not a prefix of %x / %x", s, s.Key(), s.Value(), key, value)
 		}
+		// The trailing bytes are exactly what re-encoding leaves out.
+		if n, want := s.TrailingBytes(key, value), len(key)-len(s.Key())+len(value)-len(s.Value()); n != want {
+			t.Fatalf("TrailingBytes = %d, want %d", n, want)
+		}
+		// Check refuses exactly the negative fields.
+		if bad := s.Partition < 0 || s.UpstreamOffset < 0 || s.DownstreamOffset < 0; (s.Check() != nil) != bad {
+			t.Fatalf("Check(%v) = %v", s, s.Check())
+		}
 	})
 }

@@ -103,13 +103,18 @@ func (f *fixture) precreateCheckpointsTopic(t *testing.T) {
 		t.Fatalf("pre-create %s on the target: %v", name, err)
 	}
 	// Already there (an earlier -count run in this binary): it must be ours.
-	md, err := f.targetAdmin.DescribeTopics([]string{name})
-	if err != nil || len(md) != 1 {
-		t.Fatalf("describe %s: %v", name, err)
-	}
-	if n := len(md[0].Partitions); n != 1 {
-		t.Fatalf("%s has %d partitions, want 1", name, n)
-	}
+	// Just created, the broker may describe it without partitions for a
+	// moment.
+	kafkatest.WaitFor(t, 10*time.Second, name+" with its one partition", func() error {
+		md, err := f.targetAdmin.DescribeTopics([]string{name})
+		if err != nil || len(md) != 1 {
+			return fmt.Errorf("describe %s: %v", name, err)
+		}
+		if n := len(md[0].Partitions); n != 1 {
+			return fmt.Errorf("%s has %d partitions, want 1", name, n)
+		}
+		return nil
+	})
 }
 
 // remote names topic's replica on the target.

@@ -21,6 +21,7 @@ import (
 	"github.com/checkpointd/checkpointd/infra/adminpoll"
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/infra/health"
+	"github.com/checkpointd/checkpointd/infra/kafkaerr"
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
 	"github.com/checkpointd/checkpointd/infra/metrics"
 	"github.com/checkpointd/checkpointd/infra/targetgroups"
@@ -91,7 +92,7 @@ func New(ctx context.Context, cfg *config.Config, opt ...Option) (*Pipeline, err
 		return nil, err
 	}
 	p := &Pipeline{cfg: cfg, opts: o, logger: o.logger, traceGroups: make(map[string]string),
-		health: health.New(cfg.StageFailureTimeout, o.logger), running: make(chan struct{})}
+		health: health.New(cfg.StageFailureTimeout, o.logger, health.WithUnreachable(kafkaerr.Unreachable)), running: make(chan struct{})}
 	var err error
 	if p.events, err = p.newEventBus(); err != nil {
 		return nil, err
@@ -189,6 +190,10 @@ func (p *Pipeline) build(ctx context.Context) error {
 		return err
 	}
 
+	partitions, err := p.sourcePartitionCounts()
+	if err != nil {
+		return err
+	}
 	p.checkpointer, err = handlers.NewCheckpointer(handlers.CheckpointerConfig{
 		SourceAlias:     p.cfg.SourceAlias,
 		TargetAlias:     p.cfg.TargetAlias,
@@ -203,6 +208,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		CheckpointLog:   p.restoreLog,
 		RestoreRetry:    p.cfg.SyncGroupOffsetsInterval,
 		Veto:            p.opts.policy().Veto,
+		Partitions:      partitions.Has,
 	})
 	if err != nil {
 		return err
@@ -297,6 +303,8 @@ func (p *Pipeline) instrument(targetClient sarama.Client) error {
 		func() float64 { return float64(ix.Stats().Syncs) })
 	m.GaugeFunc(metrics.GaugeOutboxQueued, "Checkpoints decided and waiting to be published (at most one per group and partition).",
 		func() float64 { return float64(p.outbox.Len()) })
+	m.CounterFunc(metrics.CounterOffsetSyncsTrailingBytes, "Offset-sync records applied though their key or value goes on after the last field (MirrorMaker ignores such bytes too).",
+		func() float64 { return float64(p.checkpointer.SyncsWithTrailingBytes()) })
 	m.CounterFunc(metrics.CounterCheckpointsPublished, "Checkpoint records the target acknowledged.",
 		func() float64 { return float64(p.outbox.Stats().Published) })
 	m.CounterFunc(metrics.CounterCheckpointsSuperseded, "Queued checkpoints replaced by a newer one of the same group and partition before they were written.",
@@ -348,7 +356,11 @@ func (p *Pipeline) Ready(ctx context.Context) error {
 	for _, probe := range p.probes {
 		if err := probe.Check(ctx); err != nil {
 			reasons = append(reasons, err)
+			continue
 		}
+		// The cluster answers: stages that failed only to reach it before
+		// that, and have been idle since, are no longer failing.
+		p.health.ClusterAnswered(probe.Name(), probe.Answered())
 	}
 	if err := p.health.Check(); err != nil {
 		reasons = append(reasons, err)

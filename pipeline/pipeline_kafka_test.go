@@ -12,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/checkpointd/checkpointd/infra/adminpoll"
+	runhistory "github.com/checkpointd/checkpointd/internal/testbed/history"
 	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/targetgroup"
@@ -284,6 +285,7 @@ func (f *fixture) testFailover(t *testing.T) {
 		}
 	}
 	f.stop(t, in)
+	stopped := time.Now()
 
 	// Fail over: the same group id on the target.
 	remote := f.remote(topic)
@@ -348,6 +350,24 @@ func (f *fixture) testFailover(t *testing.T) {
 		t.Errorf("%d of %d records skipped at failover", missed, len(all))
 	}
 	t.Logf("failover: %d records, %d read on the source, %d on the target, %d replayed (read on both)", len(all), len(seenSource), len(seenTarget), replayed)
+
+	// The whole history, judged offline: every commit, sync, checkpoint
+	// and target write while checkpointd ran, against where MM2 actually
+	// put each record.
+	h := runhistory.Read(t, runhistory.ReadOptions{
+		Source: f.bed.Source, Target: f.bed.Target,
+		Groups: func(g string) bool { return g == group }, Topics: func(s string) bool { return s == topic },
+		Remote: f.remote, SyncsTopic: f.bed.OffsetSyncsTopic(), CheckpointsTopic: f.bed.CheckpointsTopic(),
+		WritesUntil: stopped,
+	})
+	h.Replicated = runhistory.ReplicatedRecords(all, f.bed.Target.ReadAll(t, remote), f.remote)
+	h.Bound, h.SyncsTarget = 10*time.Second, true
+	// checkpointd was stopped only once the target had followed: every
+	// commit is judged, as if the run had gone on for the bound.
+	h.End = stopped.Add(h.Bound)
+	if st := runhistory.Verify(t, h); st.Judged == 0 {
+		t.Error("history: no commit judged")
+	}
 	for p, cp := range cps {
 		var st mm2Store
 		for _, s := range syncs[p] {

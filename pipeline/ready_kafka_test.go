@@ -25,8 +25,12 @@ import (
 // throughout: every answer comes within a second, it turns 503 naming the
 // target cluster (never the source), then also the checkpoint publisher once
 // that stage has failed for checkpointd.health.stage.failure.timeout.ms, and
-// 200 again once the broker is back. It runs on a bed of its own, since it
-// stops a broker.
+// 200 again once the broker is back. The broker stays down until the idle
+// checkpoints reader has failed for the timeout too: it has nothing to
+// succeed at once the broker is back, yet /readyz must follow the cluster and
+// be 200 again within 10 s (it used to wait for the reader's failures to go
+// stale, the timeout plus two retry gaps). It runs on a bed of its own, since
+// it stops a broker.
 func TestReadinessTargetDownUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: needs real Kafka")
@@ -117,8 +121,8 @@ func TestReadinessTargetDownUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("target broker stopped in %v", time.Since(stoppedAt).Round(time.Millisecond))
-	var firstTarget, firstStage time.Duration
-	kafkatest.WaitFor(t, 30*time.Second, "/readyz 503 naming the target cluster and the checkpoint publisher", func() error {
+	var firstTarget, firstStage, firstReader time.Duration
+	kafkatest.WaitFor(t, 45*time.Second, "/readyz 503 naming the target cluster, the checkpoint publisher and the checkpoints reader", func() error {
 		code, body, _ := probes.last()
 		if code == http.StatusServiceUnavailable && strings.Contains(body, `cluster target "target"`) && firstTarget == 0 {
 			firstTarget = time.Since(stoppedAt)
@@ -126,14 +130,17 @@ func TestReadinessTargetDownUnderLoad(t *testing.T) {
 		if code == http.StatusServiceUnavailable && strings.Contains(body, `stage checkpoint publisher on cluster target "target"`) && firstStage == 0 {
 			firstStage = time.Since(stoppedAt)
 		}
-		if firstTarget == 0 || firstStage == 0 {
+		if code == http.StatusServiceUnavailable && strings.Contains(body, `stage checkpoints reader on cluster target "target"`) && firstReader == 0 {
+			firstReader = time.Since(stoppedAt)
+		}
+		if firstTarget == 0 || firstStage == 0 || firstReader == 0 {
 			return fmt.Errorf("/readyz = %d %q", code, body)
 		}
 		return nil
 	})
 	_, body, _ := probes.last()
-	t.Logf("target down: /readyz names the target after %v, the publisher after %v: %s",
-		firstTarget.Round(time.Millisecond), firstStage.Round(time.Millisecond), body)
+	t.Logf("target down: /readyz names the target after %v, the publisher after %v, the checkpoints reader after %v: %s",
+		firstTarget.Round(time.Millisecond), firstStage.Round(time.Millisecond), firstReader.Round(time.Millisecond), body)
 	if strings.Contains(body, "source") && strings.Contains(body, `cluster source "source"`) {
 		t.Errorf("/readyz blames the source, which is up: %s", body)
 	}
@@ -157,7 +164,11 @@ func TestReadinessTargetDownUnderLoad(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("target back: ready again after %v; slowest /readyz %v", time.Since(back).Round(time.Millisecond), probes.slowest().Round(time.Millisecond))
+	readyAfter := time.Since(back)
+	t.Logf("target back: ready again after %v; slowest /readyz %v", readyAfter.Round(time.Millisecond), probes.slowest().Round(time.Millisecond))
+	if readyAfter > 10*time.Second {
+		t.Errorf("target back: /readyz 200 only after %v, want within 10s of the broker's return", readyAfter.Round(time.Millisecond))
+	}
 	if s := probes.slowest(); s > time.Second {
 		t.Errorf("target coming back: slowest /readyz %v", s)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/checkpointd/checkpointd/internal/testbed/history"
 	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
 )
@@ -255,6 +256,7 @@ func TestShardedHandover(t *testing.T) {
 	procs["cpd2"].stop()
 	procs["cpd2"] = start("cpd2")
 	procs["cpd2"].waitReady(t, 60*time.Second)
+	healed := time.Now() // the last fault of the run
 	back := time.Since(restarted)
 	time.Sleep(4 * time.Second)
 	g, gap = watch.maxGap(restarted, time.Now())
@@ -271,6 +273,25 @@ func TestShardedHandover(t *testing.T) {
 	}
 	checkCommitsMonotonic(t, bed.Target, remote, "tk-"+suffix+"-g")
 	checkCheckpointsMonotonic(t, bed.Target, checkpoints)
+
+	// The whole history, judged offline. The test writes the offset syncs
+	// itself, each record at the same offset on both sides (Identity).
+	// Before the last fault healed commits may wait for it; after, each
+	// must be on the target within 10 s.
+	h := history.Read(t, history.ReadOptions{
+		Source: bed.Source, Target: bed.Target,
+		Groups: func(g string) bool { return strings.HasPrefix(g, "tk-"+suffix+"-g") },
+		Topics: func(s string) bool { return s == topic }, Remote: func(s string) string { return src + "." + s },
+		SyncsTopic: syncsTopic, CheckpointsTopic: checkpoints,
+	})
+	h.Replicated, h.Healed, h.Bound, h.SyncsTarget = history.Identity{}, healed, 10*time.Second, true
+	// The load had stopped and every group reached its last commit before
+	// the history was read: nothing more was to come, so every commit is
+	// judged, as if the run had gone on for the bound.
+	h.End = h.End.Add(h.Bound)
+	if st := history.Verify(t, h); st.Judged == 0 {
+		t.Error("history: no commit judged")
+	}
 	t.Logf("%d commit rounds; every group at offset %d on the target", last.n, last.offset)
 }
 

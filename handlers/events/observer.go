@@ -3,6 +3,7 @@ package events
 import (
 	"cmp"
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -97,11 +98,28 @@ type WrittenPublisher struct {
 
 // Publish implements message.Publisher.
 func (p WrittenPublisher) Publish(topic string, msgs ...*message.Message) error {
-	if err := p.Publisher.Publish(topic, msgs...); err != nil {
-		return err
+	err := p.Publisher.Publish(topic, msgs...)
+	if err != nil {
+		// Of a partly written call, the records that landed are written
+		// (and are not sent again); of any other failure, none is known to be.
+		var pw interface{ Unwritten() []*message.Message }
+		if !errors.As(err, &pw) {
+			return err
+		}
+		failed := make(map[*message.Message]bool, len(pw.Unwritten()))
+		for _, m := range pw.Unwritten() {
+			failed[m] = true
+		}
+		landed := make([]*message.Message, 0, len(msgs))
+		for _, m := range msgs {
+			if !failed[m] {
+				landed = append(landed, m)
+			}
+		}
+		msgs = landed
 	}
 	if !p.Bus.Wants(event.KindCheckpointWritten) {
-		return nil
+		return err
 	}
 	for _, msg := range msgs {
 		cp, err := messages.DecodeCheckpoint([]byte(msg.Metadata.Get(envelope.MetaKey)), msg.Payload)
@@ -116,5 +134,5 @@ func (p WrittenPublisher) Publish(topic string, msgs ...*message.Message) error 
 		}
 		p.Bus.Publish(e)
 	}
-	return nil
+	return err
 }

@@ -1,6 +1,10 @@
 package kafkalog
 
-import "github.com/IBM/sarama"
+import (
+	"time"
+
+	"github.com/IBM/sarama"
+)
 
 // KeepMember returns a function that puts back, as r's current session, the
 // session r has now, with client instead of the session's own: after r has
@@ -17,3 +21,6 @@ func KeepMember(r *ShardedReader, client sarama.Client) (zombie func()) {
 		r.member.Store(&old)
 	}
 }
+
+// SetPartitionCountsRecheck shortens the pause between two lookups of a topic.
+func SetPartitionCountsRecheck(c *PartitionCounts, d time.Duration) { c.recheck = d }

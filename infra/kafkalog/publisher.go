@@ -150,9 +150,11 @@ func (p *batchPublisher) Idempotent() bool {
 }
 
 // Publish writes msgs and returns when every one is acknowledged, or with an
-// error naming how many failed and the first cause. Records of a failed call
-// may still have been written; writing them again is harmless (same key and
-// value on a compacted topic).
+// error naming how many failed and the first cause. When the producer tells
+// which records failed, the error is a *PartialWriteError listing them: the
+// others were acknowledged, and only those need writing again. Records
+// reported failed may still have been written; writing them again is
+// harmless (same key and value on a compacted topic).
 func (p *batchPublisher) Publish(topic string, msgs ...*message.Message) error {
 	if len(msgs) == 0 {
 		return nil
@@ -172,7 +174,10 @@ func (p *batchPublisher) Publish(topic string, msgs ...*message.Message) error {
 	err = producer.SendMessages(records)
 	var perrs sarama.ProducerErrors
 	if errors.As(err, &perrs) && len(perrs) > 0 {
-		return fmt.Errorf("write checkpoints to %s: %d of %d records failed: %w", topic, len(perrs), len(msgs), perrs[0].Err)
+		return &PartialWriteError{
+			err:       fmt.Errorf("write checkpoints to %s: %d of %d records failed: %w", topic, len(perrs), len(msgs), perrs[0].Err),
+			unwritten: unwritten(msgs, records, perrs),
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("write checkpoints to %s: %w", topic, err)
@@ -234,4 +239,39 @@ func (p *batchPublisher) Close() error {
 		return fmt.Errorf("close checkpoint producer: %w", err)
 	}
 	return nil
+}
+
+// PartialWriteError is a Publish call of which some records were not
+// acknowledged (Unwritten); the broker acknowledged all the others.
+type PartialWriteError struct {
+	err       error
+	unwritten []*message.Message
+}
+
+func (e *PartialWriteError) Error() string { return e.err.Error() }
+func (e *PartialWriteError) Unwrap() error { return e.err }
+
+// Unwritten are the messages given to Publish whose records failed.
+func (e *PartialWriteError) Unwritten() []*message.Message { return e.unwritten }
+
+// unwritten maps the producer's failed records back to the messages they
+// were made from.
+func unwritten(msgs []*message.Message, records []*sarama.ProducerMessage, perrs sarama.ProducerErrors) []*message.Message {
+	of := make(map[*sarama.ProducerMessage]*message.Message, len(records))
+	for i, r := range records {
+		of[r] = msgs[i]
+	}
+	out := make([]*message.Message, 0, len(perrs))
+	seen := make(map[*message.Message]bool, len(perrs))
+	for _, pe := range perrs {
+		m, ok := of[pe.Msg]
+		if !ok {
+			return msgs // a record not ours: all of them, to be safe
+		}
+		if !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -60,6 +60,9 @@ const (
 	CounterCheckpointsDisowned   = "checkpoints_disowned_total"
 	CounterEventsDropped         = "events_dropped_total"
 	CounterEventsFailed          = "events_failed_total"
+	// CounterOffsetSyncsTrailingBytes: offset syncs applied though they
+	// carry bytes after their last field.
+	CounterOffsetSyncsTrailingBytes = "offset_syncs_trailing_bytes_total"
 )
 
 // PipelineGauges lists the GaugeFunc and CounterFunc names above, for checks

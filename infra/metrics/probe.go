@@ -30,6 +30,9 @@ type ClusterProbe struct {
 	running chan struct{}
 	started time.Time // of the running check
 	closed  bool
+	// answered is when the last check that the cluster answered was
+	// started: the cluster was up after that moment.
+	answered time.Time
 }
 
 // NewClusterProbe probes through client, which the caller keeps and closes.
@@ -64,7 +67,7 @@ func (p *ClusterProbe) Check(ctx context.Context) error {
 	}
 	if p.running == nil && !p.closed {
 		p.running, p.started = make(chan struct{}), time.Now()
-		go p.run(p.running)
+		go p.run(p.running, p.started)
 	}
 	running, started := p.running, p.started
 	p.mu.Unlock()
@@ -95,11 +98,22 @@ func (p *ClusterProbe) Check(ctx context.Context) error {
 	return p.err // the previous result until this check ends or times out
 }
 
+// Answered is when the last check the cluster answered was sent (zero if
+// none was): the cluster was up at some moment after it.
+func (p *ClusterProbe) Answered() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.answered
+}
+
 // run makes one check and stores its result.
-func (p *ClusterProbe) run(done chan struct{}) {
+func (p *ClusterProbe) run(done chan struct{}, started time.Time) {
 	err := p.check()
 	p.mu.Lock()
 	p.err, p.checked, p.running = err, time.Now(), nil
+	if err == nil {
+		p.answered = started
+	}
 	p.mu.Unlock()
 	close(done)
 }

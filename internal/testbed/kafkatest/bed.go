@@ -45,6 +45,10 @@ type BedOptions struct {
 	// ServerProps are broker properties over the defaults, for both
 	// clusters (e.g. more __consumer_offsets partitions than the tests' 4).
 	ServerProps map[string]string
+	// FaultProxies puts a fault proxy (Cluster.Faults) in front of each
+	// cluster, for clients that bootstrap on Cluster.ProxiedBootstrap.
+	// Single-node clusters only.
+	FaultProxies bool
 }
 
 const dirPrefix = "kafkatest-"
@@ -100,11 +104,21 @@ func StartBed(ctx context.Context, opts BedOptions) (*Bed, error) {
 	if len(opts.ServerProps) > 0 {
 		props = func([]int) map[string]string { return opts.ServerProps }
 	}
+	srcSpec, tgtSpec := clusterSpec{props: props}, clusterSpec{nodes: opts.TargetBrokers, props: props}
+	if opts.FaultProxies {
+		srcSpec, tgtSpec = proxiedSpec(srcSpec), proxiedSpec(tgtSpec)
+	}
 	wg.Go(func() {
-		b.Source, srcErr = startClusterSpec(ctx, lib, opts.SourceAlias, dir, clusterSpec{props: props})
+		b.Source, srcErr = startClusterSpec(ctx, lib, opts.SourceAlias, dir, srcSpec)
+		if srcErr == nil && opts.FaultProxies {
+			srcErr = b.Source.startFaultProxy()
+		}
 	})
 	wg.Go(func() {
-		b.Target, tgtErr = startClusterSpec(ctx, lib, opts.TargetAlias, dir, clusterSpec{nodes: opts.TargetBrokers, props: props})
+		b.Target, tgtErr = startClusterSpec(ctx, lib, opts.TargetAlias, dir, tgtSpec)
+		if tgtErr == nil && opts.FaultProxies {
+			tgtErr = b.Target.startFaultProxy()
+		}
 	})
 	wg.Wait()
 	b.ReadyIn = time.Since(start)

@@ -33,6 +33,11 @@ type Cluster struct {
 	Dir       string // config, data and logs; removed on close
 	ReadyIn   time.Duration
 
+	// ProxiedBootstrap and Faults, with BedOptions.FaultProxies: the
+	// broker's address through the fault proxy, and the proxy.
+	ProxiedBootstrap string
+	Faults           *FaultProxy
+
 	nodes      []*node // by node id: nodes[i] has id i+1
 	extraPorts []int   // listeners beyond PLAINTEXT and CONTROLLER (clusterSpec)
 }
@@ -359,6 +364,9 @@ func (c *Cluster) nodeMetadataOK(nd *node) error {
 
 // close stops every node (SIGTERM, then SIGKILL) and removes the directory.
 func (c *Cluster) close() error {
+	if c.Faults != nil {
+		c.Faults.close()
+	}
 	errs := make([]error, len(c.nodes)+1)
 	var wg sync.WaitGroup
 	for i, nd := range c.nodes {

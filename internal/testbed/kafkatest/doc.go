@@ -27,6 +27,13 @@
 // Cluster.StopNode, KillNode and RestartNode take one node down and back up
 // while the other two keep serving.
 //
+// StartBed with BedOptions.FaultProxies puts a fault proxy (Shopify's
+// toxiproxy v2, in-process) in front of each single-node cluster: the broker
+// advertises the proxy on a second listener, so a client bootstrapping on
+// Cluster.ProxiedBootstrap goes through Cluster.Faults for every connection
+// (Latency, Bandwidth, BlackHole, ResetPeer, SlowClose, Heal), while the
+// tests' own clients on Bootstrap see no fault.
+//
 // Every JVM is stopped and every directory removed when the tests end, when
 // the test binary gets SIGINT or SIGTERM, and (on Linux) the kernel kills the
 // JVMs if the test binary dies; a later run removes directories left behind.
