@@ -136,10 +136,10 @@ type pair struct {
 	carried      bool
 	// marks are checkpointd's decisions in increasing target offset, each
 	// with when it was first reached since the last time it went down.
-	marks []mark
-	lastUp int64 // the source commit of checkpointd's latest evaluation
-	maxUp  int64 // the highest source commit checkpointd saw for the pair
-	skip  string // the last skip reason since the last decision
+	marks  []mark
+	lastUp int64  // the source commit of checkpointd's latest evaluation
+	maxUp  int64  // the highest source commit checkpointd saw for the pair
+	skip   string // the last skip reason since the last decision
 
 	mm2, mm2Up int64
 	mm2Set     bool
