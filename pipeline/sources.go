@@ -91,7 +91,7 @@ const adminPollShards = 50
 // which holds no records: the group only hands out its partitions.
 func (p *Pipeline) pollShardsOn(ctx context.Context) error {
 	topic := kafkalog.ShardTopic(p.cfg.SourceAlias)
-	err := kafkalog.EnsureTopic(ctx, p.targetAdmin, topic, adminPollShards, p.internalTopicRF(p.targetAdmin),
+	err := p.writes.ensureTopic(ctx, p.targetAdmin, topic, adminPollShards, p.internalTopicRF(p.targetAdmin),
 		compactedTopic())
 	switch {
 	case err == nil:

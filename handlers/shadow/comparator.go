@@ -162,6 +162,13 @@ func New(cfg Config) *Comparator {
 	return &Comparator{cfg: cfg, pairs: make(map[key]*pair)}
 }
 
+// SetObserver replaces Config.Observer.
+func (c *Comparator) SetObserver(o Observer) {
+	c.mu.Lock()
+	c.cfg.Observer = o
+	c.mu.Unlock()
+}
+
 func (c *Comparator) get(group string, tp messages.TopicPartition) *pair {
 	k := key{group, tp}
 	p := c.pairs[k]
@@ -200,9 +207,10 @@ func (c *Comparator) MM2(cp messages.Checkpoint, at time.Time) {
 		d := at.Sub(p.marks[i].at)
 		p.earlier, gained = &d, &d
 	}
+	obs := c.cfg.Observer
 	c.mu.Unlock()
-	if gained != nil && c.cfg.Observer != nil {
-		c.cfg.Observer.FreshnessGained(*gained)
+	if gained != nil && obs != nil {
+		obs.FreshnessGained(*gained)
 	}
 }
 
