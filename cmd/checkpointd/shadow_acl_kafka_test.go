@@ -48,6 +48,9 @@ func TestShadowWithReadOnlyACLs(t *testing.T) {
 	}
 	writeMM2(3, 3)
 	s.CommitOffsets(t, group, map[messages.TopicPartition]int64{{Topic: topic}: 8})
+	// One cluster is source and target: the same group's offset on the
+	// remote topic is its target offset, read with DESCRIBE only.
+	s.CommitOffsets(t, group, map[messages.TopicPartition]int64{remoteTP: 4})
 
 	// Read-only: what production needs (docs/operations.md) without any
 	// WRITE, CREATE or commit, and the target group only described.
@@ -101,7 +104,7 @@ func TestShadowWithReadOnlyACLs(t *testing.T) {
 	})
 	writeMM2(8, 6)
 	row("agreement", func(r shadow.Row) error {
-		if r.Status != shadow.Equal || r.EarlierSeconds == nil {
+		if r.Status != shadow.Equal || r.EarlierSeconds == nil || r.Target != 4 {
 			return fmt.Errorf("row %+v", r)
 		}
 		return nil
