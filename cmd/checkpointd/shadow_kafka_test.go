@@ -21,7 +21,8 @@ import (
 	"github.com/checkpointd/checkpointd/pipeline"
 )
 
-// shadowRun is `checkpointd run --shadow` in the test process.
+// shadowRun is `checkpointd run` (with --shadow, or without) in the test
+// process.
 type shadowRun struct {
 	stderr syncBuffer
 	done   chan error
@@ -33,18 +34,26 @@ type shadowRun struct {
 // health server's address.
 func startShadow(t *testing.T, props map[string]string) *shadowRun {
 	t.Helper()
+	return startCheckpointd(t, props, "--shadow")
+}
+
+// startCheckpointd runs `checkpointd run` with props and flags and waits
+// for its health server's address.
+func startCheckpointd(t *testing.T, props map[string]string, flags ...string) *shadowRun {
+	t.Helper()
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(props)) {
 		fmt.Fprintf(&b, "%s: %q\n", k, props[k])
 	}
-	path := filepath.Join(t.TempDir(), "shadow.yaml")
+	path := filepath.Join(t.TempDir(), "checkpointd.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &shadowRun{done: make(chan error, 1), cancel: cancel}
 	var stdout syncBuffer
-	go func() { r.done <- dispatch(ctx, []string{"run", "--shadow", "--config", path}, &stdout, &r.stderr) }()
+	args := append(append([]string{"run"}, flags...), "--config", path)
+	go func() { r.done <- dispatch(ctx, args, &stdout, &r.stderr) }()
 	t.Cleanup(func() {
 		r.stop(t)
 		if t.Failed() {
@@ -70,7 +79,7 @@ func (r *shadowRun) stop(t *testing.T) {
 	r.cancel()
 	r.cancel = nil
 	if err := <-r.done; err != nil {
-		t.Errorf("checkpointd run --shadow: %v", err)
+		t.Errorf("checkpointd run: %v", err)
 	}
 }
 
@@ -163,62 +172,12 @@ func TestShadowBesideMM2OnKafka(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: needs real Kafka")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	bed, err := kafkatest.StartBed(ctx, kafkatest.BedOptions{SourceAlias: "shsrc", TargetAlias: "shtgt"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bed.Close() })
-
 	const topic, group = "orders", "app"
-	bed.Source.CreateTopic(t, topic, 2, nil)
-	lagMax := int64(0)
-	mm2 := bed.StartMM2(t, kafkatest.MM2Options{Topics: topic, Groups: "no-group-is-named-like-this", OffsetLagMax: &lagMax})
-	// In rounds, each replicated before the next: MM2 writes at least an
-	// offset sync a round per partition, so every commit below translates.
-	for range 10 {
-		bed.Source.Produce(t, topic, 0, 20)
-		bed.Source.Produce(t, topic, 1, 20)
-		mm2.WaitReplicated(t, topic)
-	}
+	m := startMM2Bed(t, "shsrc", "shtgt", topic, group)
+	bed, mm2, conn := m.bed, m.mm2, m.conn
 	p0, p1 := messages.TopicPartition{Topic: topic, Partition: 0}, messages.TopicPartition{Topic: topic, Partition: 1}
 	remote0 := messages.TopicPartition{Topic: bed.RemoteTopic(topic), Partition: 0}
-	bed.Source.CommitOffsets(t, group, map[messages.TopicPartition]int64{p0: 50, p1: 60})
-	// As an operator would: MM2's checkpoint store then loads at start.
-	bed.Target.CreateTopic(t, bed.CheckpointsTopic(), 1, map[string]string{"cleanup.policy": "compact"})
-	conn := bed.StartCheckpointConnector(t, kafkatest.CheckpointConnectorOptions{Groups: group, Topics: topic})
-	t.Logf("MM2's checkpoint connector running in %s", conn.ReadyIn.Round(time.Millisecond))
-	mm2Checkpoints := func() map[messages.TopicPartition]messages.Checkpoint {
-		last := map[messages.TopicPartition]messages.Checkpoint{}
-		for _, m := range bed.Target.ReadAll(t, bed.CheckpointsTopic()) {
-			if cp, err := messages.DecodeCheckpoint(m.Key, m.Value); err == nil && cp.Group == group {
-				last[cp.TopicPartition] = cp
-			}
-		}
-		return last
-	}
-	// MM2 checkpoints a commit only where its translation moves (two
-	// commits may translate to one offset with the syncs it keeps): give it
-	// three emit intervals, then wait for the target group to follow it.
-	waitMM2 := func() {
-		t.Helper()
-		time.Sleep(3 * time.Second)
-		kafkatest.WaitFor(t, 60*time.Second, "MM2's checkpoints and target group", func() error {
-			last := mm2Checkpoints()
-			if len(last) != 2 {
-				return fmt.Errorf("MM2's checkpoints %v", last)
-			}
-			got := bed.Target.CommittedOffsets(t, group)
-			for tp, cp := range last {
-				if got[tp] != cp.DownstreamOffset {
-					return fmt.Errorf("target group at %v, MM2's checkpoints %v", got, last)
-				}
-			}
-			return nil
-		})
-	}
-	waitMM2()
+	waitMM2 := func() { t.Helper(); m.waitMM2(t) }
 	topicsBefore, _ := targetSnapshot(t, bed.Target, group)
 	mm2Before := len(bed.Target.ReadAll(t, bed.CheckpointsTopic()))
 
@@ -347,4 +306,108 @@ func TestShadowBesideMM2OnKafka(t *testing.T) {
 		t.Errorf("shadow-report on the planted record: error %v\n%s", err, out)
 	}
 	t.Logf("shadow-report with the planted record (exit error %q):\n%s", err, out)
+}
+
+// mm2Bed is a bed of its own with MirrorMaker 2's source connector
+// mirroring topic (2 partitions, 200 records each) and MM2's
+// MirrorCheckpointConnector in a Connect worker checkpointing group,
+// committed at 50 and 60 on the source.
+type mm2Bed struct {
+	bed          *kafkatest.Bed
+	mm2, conn    *kafkatest.MM2
+	topic, group string
+}
+
+func startMM2Bed(t *testing.T, src, tgt, topic, group string) *mm2Bed {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs real Kafka")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bed, err := kafkatest.StartBed(ctx, kafkatest.BedOptions{SourceAlias: src, TargetAlias: tgt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bed.Close() })
+	bed.Source.CreateTopic(t, topic, 2, nil)
+	lagMax := int64(0)
+	mm2 := bed.StartMM2(t, kafkatest.MM2Options{Topics: topic, Groups: "no-group-is-named-like-this", OffsetLagMax: &lagMax})
+	// In rounds, each replicated before the next: MM2 writes at least an
+	// offset sync a round per partition, so every commit below translates.
+	for range 10 {
+		bed.Source.Produce(t, topic, 0, 20)
+		bed.Source.Produce(t, topic, 1, 20)
+		mm2.WaitReplicated(t, topic)
+	}
+	bed.Source.CommitOffsets(t, group, map[messages.TopicPartition]int64{{Topic: topic, Partition: 0}: 50, {Topic: topic, Partition: 1}: 60})
+	// As an operator would: MM2's checkpoint store then loads at start.
+	bed.Target.CreateTopic(t, bed.CheckpointsTopic(), 1, map[string]string{"cleanup.policy": "compact"})
+	m := &mm2Bed{bed: bed, mm2: mm2, topic: topic, group: group}
+	m.startConnector(t)
+	m.waitMM2(t)
+	return m
+}
+
+// startConnector starts MM2's checkpoint connector (again).
+func (m *mm2Bed) startConnector(t *testing.T) {
+	t.Helper()
+	m.conn = m.bed.StartCheckpointConnector(t, kafkatest.CheckpointConnectorOptions{Groups: m.group, Topics: m.topic})
+	t.Logf("MM2's checkpoint connector running in %s", m.conn.ReadyIn.Round(time.Millisecond))
+}
+
+// checkpoints reads the checkpoints topic: the group's records in order.
+func (m *mm2Bed) checkpoints(t *testing.T) []checkpointRecord {
+	t.Helper()
+	var out []checkpointRecord
+	for _, r := range m.bed.Target.ReadAll(t, m.bed.CheckpointsTopic()) {
+		cp, err := messages.DecodeCheckpoint(r.Key, r.Value)
+		if err != nil || cp.Group != m.group {
+			continue
+		}
+		ours := false
+		for _, h := range r.Headers {
+			ours = ours || string(h.Key) == envelope.HeaderCommitTime
+		}
+		out = append(out, checkpointRecord{Checkpoint: cp, offset: r.Offset, checkpointd: ours})
+	}
+	return out
+}
+
+// checkpointRecord is one record of the checkpoints topic; checkpointd: it
+// carries checkpointd's commit-time header (MM2's records carry none).
+type checkpointRecord struct {
+	messages.Checkpoint
+	offset      int64
+	checkpointd bool
+}
+
+func latest(cps []checkpointRecord) map[messages.TopicPartition]checkpointRecord {
+	last := map[messages.TopicPartition]checkpointRecord{}
+	for _, cp := range cps {
+		last[cp.TopicPartition] = cp
+	}
+	return last
+}
+
+// waitMM2 waits for MM2's checkpoints of both partitions and for the target
+// group to be at them. MM2 checkpoints a commit only where its translation
+// moves (two commits may translate to one offset with the syncs it keeps),
+// so it first gives MM2 three emit intervals.
+func (m *mm2Bed) waitMM2(t *testing.T) {
+	t.Helper()
+	time.Sleep(3 * time.Second)
+	kafkatest.WaitFor(t, 60*time.Second, "MM2's checkpoints and target group", func() error {
+		last := latest(m.checkpoints(t))
+		if len(last) != 2 {
+			return fmt.Errorf("MM2's checkpoints %v", last)
+		}
+		got := m.bed.Target.CommittedOffsets(t, m.group)
+		for tp, cp := range last {
+			if got[tp] != cp.DownstreamOffset {
+				return fmt.Errorf("target group at %v, MM2's checkpoints %v", got, last)
+			}
+		}
+		return nil
+	})
 }
