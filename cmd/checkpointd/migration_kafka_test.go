@@ -178,8 +178,9 @@ func TestMigrationRoundTripOnKafka(t *testing.T) {
 	all := m.checkpoints(t)
 	t.Logf("3. back: MM2 wrote %d checkpoints after checkpointd's; latest %+v", len(all)-len(cps), latest(all))
 
-	if b := backwards(all); len(b) > 0 {
-		t.Errorf("%d checkpoints went backwards:\n%v", len(b), b)
+	back := backwards(all)
+	if len(back) > 0 {
+		t.Errorf("%d checkpoints went backwards:\n%v", len(back), back)
 	}
 	watch.stop()
 	<-watch.done
@@ -188,6 +189,6 @@ func TestMigrationRoundTripOnKafka(t *testing.T) {
 	if len(watch.lowered) > 0 {
 		t.Errorf("target group offsets lowered %d times: %v", len(watch.lowered), watch.lowered)
 	}
-	t.Logf("round trip: %d checkpoint records (MM2 %d, checkpointd %d, MM2 again %d), 0 backwards; target group polled %d times, 0 lowered; final %v",
-		len(all), mm2Records, ours, len(all)-len(cps), watch.polls, watch.last)
+	t.Logf("round trip: %d checkpoint records (MM2 %d, checkpointd %d, MM2 again %d), %d backwards; target group polled %d times, %d lowered; final %v",
+		len(all), mm2Records, ours, len(all)-len(cps), len(back), watch.polls, len(watch.lowered), watch.last)
 }
