@@ -161,7 +161,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	p.closers = append(p.closers, pub.Close)
 	target := clusterName("target", p.cfg.TargetAlias)
 	pub = healthPublisher{Publisher: pub, stage: p.health.Stage(StageCheckpointWriter, target, readerRetryGap)}
-	if p.events != nil {
+	if p.events != nil && p.shadow == nil { // in shadow mode nothing is written
 		pub = events.WrittenPublisher{Publisher: pub, Bus: p.events}
 	}
 

@@ -61,6 +61,7 @@ func runShadowReport(ctx context.Context, args []string, stdout, stderr io.Write
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		if err := enc.Encode(reports); err != nil {
 			return err
 		}
@@ -116,7 +117,7 @@ func printShadow(w io.Writer, reports []pipeline.ShadowReport, all bool) {
 		fmt.Fprintf(w, "writes withheld from the target: checkpoint %d, commit_log %d, target_commit %d, topic %d\n",
 			r.Withheld["checkpoint"], r.Withheld["commit_log"], r.Withheld["target_commit"], r.Withheld["topic"])
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tSTATUS\tCHECKPOINTD\tMM2\tTARGET\tAHEAD BY\tEARLIER S\tREASON\t")
+		fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tSTATUS\tCHECKPOINTD\tMM2\tTARGET\tAHEAD BY\tEARLIER S\tTARGET BEHIND BY\tREASON\t")
 		for _, row := range r.Rows {
 			if !all && row.Status == shadow.Equal {
 				continue
@@ -129,8 +130,8 @@ func printShadow(w io.Writer, reports []pipeline.ShadowReport, all bool) {
 			if row.Unexplained {
 				reason += " (unexplained)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", row.Group, row.Topic, row.Partition, row.Status,
-				offset(row.Checkpointd), offset(row.MM2), offset(row.Target), row.AheadBy, earlier, reason)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t\n", row.Group, row.Topic, row.Partition, row.Status,
+				offset(row.Checkpointd), offset(row.MM2), offset(row.Target), row.AheadBy, earlier, row.TargetBehindBy, reason)
 		}
 		tw.Flush()
 	}

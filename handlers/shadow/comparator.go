@@ -83,6 +83,11 @@ type Row struct {
 
 	// AheadBy is how many records checkpointd's checkpoint is past MM2's.
 	AheadBy int64 `json:"ahead_by,omitempty"`
+	// TargetBehindBy is how many records the target group's offset is
+	// below checkpointd's checkpoint: what a consumer failing over now
+	// would read again that checkpointd would have spared it (0 when the
+	// target is at or past it, or unknown).
+	TargetBehindBy int64 `json:"target_behind_by,omitempty"`
 	// EarlierSeconds is how long before MM2 wrote its latest checkpoint
 	// checkpointd had decided that offset or a higher one (nil: unknown,
 	// or checkpointd was not earlier).
@@ -313,6 +318,9 @@ func (c *Comparator) row(k key, p *pair) (Row, bool) {
 		Checkpointd: -1, CheckpointdUpstream: -1, MM2: -1, MM2Upstream: -1, Target: p.target, Carried: p.carried}
 	if p.oursSet {
 		r.Checkpointd, r.CheckpointdUpstream = p.ours, p.oursUp
+		if p.targetSet && p.target >= 0 && p.ours > p.target {
+			r.TargetBehindBy = p.ours - p.target
+		}
 	}
 	if p.mm2Set {
 		r.MM2, r.MM2Upstream = p.mm2, p.mm2Up

@@ -163,9 +163,11 @@ func TestTargetAndGroups(t *testing.T) {
 	c.Decided(cp("a", 0, 1, 1), t0)
 	c.Decided(cp("a", 1, 1, 1), t0)
 	c.Decided(cp("b", 0, 1, 1), t0)
-	c.Target("a", map[messages.TopicPartition]int64{{Topic: "src.orders", Partition: 0}: 7})
+	c.Decided(cp("a", 1, 12, 12), t0)
+	c.Target("a", map[messages.TopicPartition]int64{{Topic: "src.orders", Partition: 0}: 7, {Topic: "src.orders", Partition: 1}: 10})
+	c.Target("a", map[messages.TopicPartition]int64{{Topic: "src.orders", Partition: 1}: 10}) // partition 0's offset gone
 	rows := c.Report(func(g string) bool { return g == "a" })
-	if len(rows) != 2 || rows[0].Target != 7 || rows[1].Target != -1 {
+	if len(rows) != 2 || rows[0].Target != -1 || rows[1].Target != 10 || rows[1].TargetBehindBy != 2 || rows[0].TargetBehindBy != 0 {
 		t.Fatalf("rows %+v", rows)
 	}
 	if g := c.Groups(); len(g) != 2 || g[0] != "a" || g[1] != "b" {

@@ -195,6 +195,7 @@ func (h *Health) Register(mux *http.ServeMux) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // flows are named A->B
 		if err := enc.Encode(reports); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 		}
