@@ -104,6 +104,9 @@ func (s *shadowMode) build(p *Pipeline, targetClient sarama.Client) error {
 	s.groups = p.groupFilter.Match
 	shards := p.shards
 	s.owns = func(g string) bool { _, _, ok := shards.Owner(g); return ok }
+	if n := len(p.opts.checkpointHandlers); n > 0 {
+		p.logger.Warn("shadow mode: checkpoint handlers do not run (the checkpoints topic holds MM2's checkpoints)", "handlers", n)
+	}
 	if p.cfg.SyncGroupOffsets {
 		p.logger.Info("shadow mode: target groups are read and compared, not committed into",
 			"interval", p.cfg.SyncGroupOffsetsInterval)
