@@ -164,3 +164,32 @@ func TestShadowOnEmbeddedClusters(t *testing.T) {
 	}
 	t.Logf("target after (shard topic left out):\n%s", strings.Join(shown, "\n"))
 }
+
+// TestShadowCreatesNoTopic: started before MM2 created the checkpoints
+// topic (and, in admin-poll mode, without the shard topic), shadow mode
+// creates neither and counts both as withheld.
+func TestShadowCreatesNoTopic(t *testing.T) {
+	pair := embedded.Start(t)
+	orders := pair.Mirror(t, "orders", 5, 5)
+	pair.Source.Commit(t, "app", orders, 10)
+	before := targetState(t, pair.Target.Brokers)
+	cfg := embeddedConfig(t, pair, map[string]string{"checkpointd.shadow.enabled": "true"})
+	p, err := pipeline.New(t.Context(), cfg, pipeline.WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	time.Sleep(2 * time.Second)
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	if after := targetState(t, pair.Target.Brokers); after != before {
+		t.Errorf("target changed:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	if rep, _ := p.ShadowReport(); rep.Withheld["topic"] != 2 {
+		t.Errorf("withheld %v, want the checkpoints and the shard topic", rep.Withheld)
+	}
+}
