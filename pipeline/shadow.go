@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -119,6 +120,7 @@ func (s *shadowMode) build(p *Pipeline, targetClient sarama.Client) error {
 func (s *shadowMode) run(ctx context.Context) error {
 	t := time.NewTicker(max(s.every, 100*time.Millisecond))
 	defer t.Stop()
+	var warned time.Time // a failure is logged at most once a minute
 	for {
 		select {
 		case <-ctx.Done():
@@ -133,23 +135,20 @@ func (s *shadowMode) run(ctx context.Context) error {
 		for g, offs := range offsets {
 			s.cmp.Target(g, offs)
 		}
-		if g, err := firstFailure(failed); err != nil {
+		if g, err := firstFailure(failed); err != nil && time.Since(warned) >= time.Minute {
+			warned = time.Now()
 			s.logger.Warn("shadow mode: could not read target group offsets", "groups", len(failed), "group", g, "error", err)
 		}
 	}
 }
 
+// firstFailure picks one failed group to log, the same one each time.
 func firstFailure(failed map[string]error) (string, error) {
-	for _, g := range slices.Sorted(func(yield func(string) bool) {
-		for g := range failed {
-			if !yield(g) {
-				return
-			}
-		}
-	}) {
-		return g, failed[g]
+	if len(failed) == 0 {
+		return "", nil
 	}
-	return "", nil
+	g := slices.Min(slices.Collect(maps.Keys(failed)))
+	return g, failed[g]
 }
 
 // ShadowReport is what a shadow pipeline serves at /shadow.
