@@ -134,6 +134,9 @@ func ConsumerGroups(cfg *config.Config, opt ...Option) []ConsumerGroup {
 		out = append(out, ConsumerGroup{cfg.GroupID, "source or target", "shares the source groups among instances: on the source over __consumer_offsets, or on the target over the admin poll shard topic (checkpointd.commit.source=auto decides at start)"})
 	}
 	for _, h := range o.checkpointHandlers {
+		if cfg.Shadow {
+			break // no commit router in shadow mode: the handlers do not run
+		}
 		out = append(out, ConsumerGroup{cfg.GroupID + "-handler-" + h.name, "target", "checkpoint handler " + h.name + " (one instance at a time)"})
 	}
 	return out

@@ -56,6 +56,10 @@ type Pipeline struct {
 	pollShards      *adminpoll.Shards
 	pollShardReader *kafkalog.ShardedReader
 	targetAdmin     sarama.ClusterAdmin
+	// writes is the target's write side: the cluster, or in shadow mode
+	// the comparison (shadow), which then holds what it needs.
+	writes targetWrites
+	shadow *shadowMode
 
 	translate *message.Router
 	commit    *message.Router // nil when sync.group.offsets.enabled=false
@@ -93,6 +97,11 @@ func New(ctx context.Context, cfg *config.Config, opt ...Option) (*Pipeline, err
 	}
 	p := &Pipeline{cfg: cfg, opts: o, logger: o.logger, traceGroups: make(map[string]string),
 		health: health.New(cfg.StageFailureTimeout, o.logger, health.WithUnreachable(kafkaerr.Unreachable)), running: make(chan struct{})}
+	p.writes = kafkaWrites{}
+	if cfg.Shadow {
+		p.shadow = newShadowMode(cfg, o.logger)
+		p.writes = p.shadow.writes
+	}
 	var err error
 	if p.events, err = p.newEventBus(); err != nil {
 		return nil, err
@@ -137,7 +146,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		return fmt.Errorf("target admin: %w", err)
 	}
 	p.targetAdmin = targetAdmin
-	if err := kafkalog.EnsureTopic(ctx, targetAdmin, topics.Checkpoints, 1, p.cfg.CheckpointsTopicReplicationFactor,
+	if err := p.writes.ensureTopic(ctx, targetAdmin, topics.Checkpoints, 1, p.cfg.CheckpointsTopicReplicationFactor,
 		compactedTopic()); err != nil {
 		return fmt.Errorf("checkpoints topic on target cluster %q: %w", p.cfg.TargetAlias, err)
 	}
@@ -147,14 +156,14 @@ func (p *Pipeline) build(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("target producer config: %w", err)
 	}
-	pub, err := kafkalog.NewCheckpointPublisher(p.cfg.Target.BootstrapServers, producerCfg, log)
+	pub, err := p.writes.checkpointPublisher(p.cfg.Target.BootstrapServers, producerCfg, log)
 	if err != nil {
 		return fmt.Errorf("checkpoint publisher on target cluster %q: %w", p.cfg.TargetAlias, err)
 	}
 	p.closers = append(p.closers, pub.Close)
 	target := clusterName("target", p.cfg.TargetAlias)
 	pub = healthPublisher{Publisher: pub, stage: p.health.Stage(StageCheckpointWriter, target, readerRetryGap)}
-	if p.events != nil {
+	if p.events != nil && p.shadow == nil { // in shadow mode nothing is written
 		pub = events.WrittenPublisher{Publisher: pub, Bus: p.events}
 	}
 
@@ -237,7 +246,11 @@ func (p *Pipeline) build(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("checkpoints reader: %w", err)
 	}
-	p.translate.AddConsumerHandler("restore_checkpoints", topics.Checkpoints, tailReader, p.checkpointer.HandleCheckpointRecord)
+	restore := p.checkpointer.HandleCheckpointRecord
+	if p.shadow != nil {
+		restore = p.shadow.tap(restore)
+	}
+	p.translate.AddConsumerHandler("restore_checkpoints", topics.Checkpoints, tailReader, restore)
 
 	// Translate stage: the source commits.
 	p.translate.AddConsumerHandler("translate_commits", commitTopic, commitSub, p.checkpointer.HandleSourceCommit)
@@ -252,7 +265,14 @@ func (p *Pipeline) build(ctx context.Context) error {
 		return err
 	}
 
-	// Commit stage.
+	// Commit stage. In shadow mode there is none: the checkpoints topic it
+	// reads holds MM2's checkpoints, not checkpointd's.
+	if p.shadow != nil {
+		if err := p.shadow.build(p, targetClient); err != nil {
+			return err
+		}
+		return p.instrument(targetClient)
+	}
 	if p.cfg.SyncGroupOffsets && p.cfg.FollowSourceRewinds {
 		if p.commitLog, err = p.newCommitLog(ctx, targetAdmin, producerCfg); err != nil {
 			return err
@@ -334,6 +354,9 @@ func (p *Pipeline) instrument(targetClient sarama.Client) error {
 		m.CounterFunc(metrics.CounterEventsFailed, "Events an event handler failed on after its last retry.",
 			sum(func(st events.Stats) int64 { return st.Failed }))
 	}
+	if p.shadow != nil {
+		p.shadow.instrument(m)
+	}
 	if p.syncer != nil {
 		m.GaugeFunc(metrics.GaugeTargetGroupsPending, "Target groups with checkpoints not yet committed (commit stage).",
 			func() float64 { return float64(p.syncer.Pending()) })
@@ -386,7 +409,7 @@ func (p *Pipeline) buildCommitRouter(topics Topics, targetClient sarama.Client) 
 			return fmt.Errorf("target groups: %w", err)
 		}
 		p.closers = append(p.closers, tg.Close) // its commit connections; closed before targetClient
-		var target targetgroup.Groups = healthTargetGroups{Groups: policy.RenameGroups(targetgroups.SyncTarget{Client: tg}, p.opts.policy().TargetGroup, p.logger),
+		var target targetgroup.Groups = healthTargetGroups{Groups: policy.RenameGroups(p.writes.groups(tg), p.opts.policy().TargetGroup, p.logger),
 			stage: p.health.Stage(StageTargetCommits, clusterName("target", p.cfg.TargetAlias), p.cfg.SyncGroupOffsetsInterval)}
 		if p.opts.tracer != nil {
 			target = telemetry.TraceTargetGroups(target, p.opts.tracer)
@@ -498,6 +521,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.syncer != nil {
 		g.Go(func() error { return p.syncer.Run(gctx) })
 	}
+	if p.shadow != nil {
+		g.Go(func() error { return p.shadow.run(gctx) })
+	}
 	g.Go(func() error { return p.runEvents(gctx) })
 	go p.markRunning(gctx)
 	err := g.Wait()
@@ -551,6 +577,9 @@ func (p *Pipeline) observer() handlers.Observer {
 	if p.opts.metrics != nil { // a nil *Metrics in the interface would not be nil
 		obs = append(obs, p.opts.metrics)
 	}
+	if p.shadow != nil {
+		obs = append(obs, shadowObserver{cmp: p.shadow.cmp})
+	}
 	if p.events != nil {
 		obs = append(obs, &events.Observer{Bus: p.events, TargetGroup: p.opts.policy().TargetGroup,
 			UpstreamTopic: p.cfg.Policy.UpstreamTopic})
@@ -589,7 +618,7 @@ func (p *Pipeline) Close() error {
 // each write, and must not wait behind the outbox's checkpoint batches.
 func (p *Pipeline) newCommitLog(ctx context.Context, targetAdmin sarama.ClusterAdmin, producerCfg *sarama.Config) (*kafkalog.CommitLog, error) {
 	topic := kafkalog.CommitLogTopic(p.cfg.SourceAlias)
-	if err := kafkalog.EnsureTopic(ctx, targetAdmin, topic, 1, p.internalTopicRF(targetAdmin),
+	if err := p.writes.ensureTopic(ctx, targetAdmin, topic, 1, p.internalTopicRF(targetAdmin),
 		compactedTopic()); err != nil {
 		return nil, fmt.Errorf("commit log topic on target cluster %q (checkpointd.sync.follow.source.rewinds=true needs it; false turns it off): %w",
 			p.cfg.TargetAlias, err)
@@ -601,7 +630,7 @@ func (p *Pipeline) newCommitLog(ctx context.Context, targetAdmin sarama.ClusterA
 	target := clusterName("target", p.cfg.TargetAlias)
 	reader := kafkalog.ReaderConfig{Brokers: p.cfg.Target.BootstrapServers, Sarama: sc, Cluster: target, Logger: p.logger, BatchRecords: restoreBatch,
 		Observer: p.stageObserver(p.health.Stage(StageCommitLogReader, target, readerRetryGap), "")}
-	pub, err := kafkalog.NewCheckpointPublisher(p.cfg.Target.BootstrapServers, producerCfg, p.logger)
+	pub, err := p.writes.commitLogPublisher(p.cfg.Target.BootstrapServers, producerCfg, p.logger)
 	if err != nil {
 		return nil, fmt.Errorf("commit log writer on target cluster %q: %w", p.cfg.TargetAlias, err)
 	}

@@ -92,7 +92,7 @@ const adminPollShards = 50
 // which holds no records: the group only hands out its partitions.
 func (p *Pipeline) pollShardsOn(ctx context.Context) error {
 	topic := kafkalog.ShardTopic(p.cfg.SourceAlias)
-	err := kafkalog.EnsureTopic(ctx, p.targetAdmin, topic, adminPollShards, p.internalTopicRF(p.targetAdmin),
+	err := p.writes.ensureTopic(ctx, p.targetAdmin, topic, adminPollShards, p.internalTopicRF(p.targetAdmin),
 		compactedTopic())
 	switch {
 	case err == nil:
@@ -132,9 +132,16 @@ func (p *Pipeline) logReader(role config.Role, brokers []string, cluster string,
 // shards' records: every instance reads every record, and the others'
 // are dropped as they are read (they still count as read), not made into
 // messages first. A shard assigned later is restored by a read of its own.
+//
+// In shadow mode nothing is dropped: the comparison reads MM2's records of
+// every group through the tail, those read before the shards are assigned
+// too.
 func (p *Pipeline) checkpointsTail(stage *health.Stage) (message.Subscriber, error) {
-	return p.filteredLogReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias, stage,
-		func(m *sarama.ConsumerMessage) bool { return p.shards.MayHoldKey(m.Key) })
+	var filter func(*sarama.ConsumerMessage) bool
+	if p.shadow == nil {
+		filter = func(m *sarama.ConsumerMessage) bool { return p.shards.MayHoldKey(m.Key) }
+	}
+	return p.filteredLogReader(config.TargetConsumer, p.cfg.Target.BootstrapServers, p.cfg.TargetAlias, stage, filter)
 }
 
 func (p *Pipeline) filteredLogReader(role config.Role, brokers []string, cluster string, stage *health.Stage,

@@ -36,6 +36,9 @@ Usage:
                                                               translated offsets into idle target groups; never
                                                               lowers an offset; fails if a partition is not committed
   checkpointd inspect   --config FILE --topic NAME            decode MM2 internal topics and __consumer_offsets
+  checkpointd run --shadow --config FILE                      shadow mode: decide, write nothing, compare with MM2
+  checkpointd shadow-report --url URL | --config FILE         print a shadow instance's comparison with MM2; exits 1
+      [--all] [--format table|json]                           when a pair would be lower than MM2's with no rule
   checkpointd version
 
 Configuration uses MirrorMaker 2's property names (YAML, JSON or .properties);
@@ -74,6 +77,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runTranslate(ctx, rest, stdout, stderr)
 	case "inspect":
 		return runInspect(ctx, rest, stdout, stderr)
+	case "shadow-report":
+		return runShadowReport(ctx, rest, stdout, stderr)
 	case "demo":
 		// The demo links embedded clusters the service never needs; it is
 		// its own binary so this one stays free of them.

@@ -77,6 +77,10 @@ type Config struct {
 	// committed (checkpointd.sync.follow.source.rewinds); it keeps a commit
 	// log topic on the target for that.
 	FollowSourceRewinds bool
+	// Shadow runs beside MM2's checkpoint connector, reading and deciding
+	// as in production but writing nothing to the target, and compares
+	// its decisions with MM2's checkpoints (checkpointd.shadow.enabled).
+	Shadow bool
 
 	// Raw holds every property after overrides (and, for an MM2 driver file, after
 	// mapping it onto connector keys), as given. It includes secrets: print Effective.

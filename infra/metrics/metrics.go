@@ -95,6 +95,8 @@ type Metrics struct {
 	mu     sync.Mutex
 	gauges map[string]prometheus.Collector // GaugeFunc collectors by name
 	router *routerMetrics
+	// freshness is shadow mode's histogram, registered on first use.
+	freshness prometheus.Histogram
 }
 
 // New makes and registers the collectors.

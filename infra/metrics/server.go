@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +27,7 @@ type Health struct {
 	ready  ReadyFunc
 	stages func() []string // what the part is made of, for the bodies; nil: not said
 	parts  []Part
+	shadow func() any // the shadow-mode report, served as JSON at /shadow; nil: none
 }
 
 // Part is one part of the service with a readiness of its own, such as one
@@ -48,6 +50,29 @@ func (h *Health) SetStages(f func() []string) {
 	h.mu.Lock()
 	h.stages = f
 	h.mu.Unlock()
+}
+
+// SetShadow sets the report /shadow serves (shadow mode): f's value as JSON.
+func (h *Health) SetShadow(f func() any) {
+	h.mu.Lock()
+	h.shadow = f
+	h.mu.Unlock()
+}
+
+// shadowReports returns the reports of h and its parts that run in shadow
+// mode.
+func (h *Health) shadowReports() []any {
+	h.mu.Lock()
+	f, parts := h.shadow, h.parts
+	h.mu.Unlock()
+	var out []any
+	if f != nil {
+		out = append(out, f())
+	}
+	for _, p := range parts {
+		out = append(out, p.Health.shadowReports()...)
+	}
+	return out
 }
 
 // Join makes h ready when every part is, and names each part, its state and
@@ -120,7 +145,7 @@ func (h *Health) partLines(parts []Part, errs []error, state string) string {
 // whatever the clusters do (the probes wait for them at most probeWait).
 const readyTimeout = 900 * time.Millisecond
 
-// Register adds /healthz and /readyz to mux.
+// Register adds /healthz, /readyz and /shadow to mux.
 func (h *Health) Register(mux *http.ServeMux) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -160,6 +185,20 @@ func (h *Health) Register(mux *http.ServeMux) {
 			fmt.Fprintln(w, "ready")
 		}
 		fmt.Fprint(w, h.partLines(parts, errs, "ready"))
+	})
+	mux.HandleFunc("/shadow", func(w http.ResponseWriter, _ *http.Request) {
+		reports := h.shadowReports()
+		if len(reports) == 0 {
+			http.Error(w, "no flow runs in shadow mode (checkpointd.shadow.enabled)", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // flows are named A->B
+		if err := enc.Encode(reports); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
 	})
 }
 

@@ -50,9 +50,13 @@ func Run(ctx context.Context, version string, args []string, stderr io.Writer, e
 	var cf ConfigFlags
 	cf.Register(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for performance reports)")
+	shadowMode := fs.Bool("shadow", false, "shadow mode: read and decide, write nothing to the target, compare with MM2 (checkpointd.shadow.enabled=true)")
 	memProfile := fs.String("memprofile", "", "write a heap profile (allocations over the whole run, live heap at exit) to this file when the run ends, and the live heap at its largest to the file + \".peak\"")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *shadowMode {
+		cf.Sets = append(cf.Sets, "checkpointd.shadow.enabled=true")
 	}
 	cfgs, err := cf.LoadFlows(stderr)
 	if err != nil {
@@ -160,9 +164,12 @@ func runFlows(ctx context.Context, flows []*flow, opts []pipeline.Option, logger
 			}
 			f.health.SetReady(p.Ready)
 			f.health.SetStages(p.Stages)
+			if _, ok := p.ShadowReport(); ok {
+				f.health.SetShadow(func() any { r, _ := p.ShadowReport(); return r })
+			}
 			t := p.Topics()
 			log.Info("pipeline ready", "offset_syncs", t.OffsetSyncs, "checkpoints", t.Checkpoints,
-				"sync_group_offsets", f.cfg.SyncGroupOffsets, "group_id", f.cfg.GroupID)
+				"sync_group_offsets", f.cfg.SyncGroupOffsets, "group_id", f.cfg.GroupID, "shadow", f.cfg.Shadow)
 			if err := p.Run(gctx); err != nil {
 				return fmt.Errorf("flow %s: %w", name, err)
 			}
