@@ -77,6 +77,11 @@ type Config struct {
 	// committed (checkpointd.sync.follow.source.rewinds); it keeps a commit
 	// log topic on the target for that.
 	FollowSourceRewinds bool
+	// ExactFetchMaxBytes is how many record bytes (keys, values, headers)
+	// one exact translation of a (group, partition) may read from the two
+	// clusters together before it falls back to MM2's rule
+	// (checkpointd.exact.fetch.max.bytes).
+	ExactFetchMaxBytes int64
 
 	// Raw holds every property after overrides (and, for an MM2 driver file, after
 	// mapping it onto connector keys), as given. It includes secrets: print Effective.

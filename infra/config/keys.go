@@ -74,6 +74,7 @@ var connectorKeys = []keySpec{
 	{"checkpointd.commit.lease.session.timeout.ms", "6000", typed},
 	{"checkpointd.target.commit.connections", "32", typed},
 	{"checkpointd.sync.follow.source.rewinds", "true", typed},
+	{"checkpointd.exact.fetch.max.bytes", "16777216", typed},
 	{"checkpointd.log.format", "text", typed},
 	{"checkpointd.log.level", "info", typed},
 	{"checkpointd.instance.id", "", freeText},
