@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/checkpointd/checkpointd/handlers/exact"
@@ -35,7 +37,7 @@ type ExactRow struct {
 	Reason    exact.Reason // why not exact; ReasonNone when Exact
 	Detail    string
 	Bytes     int64         // record bytes fetched for it (0 when a search of the same offset was reused)
-	Took      time.Duration // how long its search took
+	Took      time.Duration // how long its search took, waits for a search of the same offset included
 }
 
 // ExactSummary counts an exact translation's outcomes.
@@ -44,16 +46,15 @@ type ExactSummary struct {
 	Exact      int
 	Fallbacks  map[exact.Reason]int
 	Bytes      int64
-	Took       time.Duration
+	Took       time.Duration // the whole run's wall time
 }
 
-// Summarize counts rows.
-func Summarize(rows []ExactRow) ExactSummary {
-	s := ExactSummary{Fallbacks: map[exact.Reason]int{}}
+// Summarize counts rows, of a run that took took.
+func Summarize(rows []ExactRow, took time.Duration) ExactSummary {
+	s := ExactSummary{Fallbacks: map[exact.Reason]int{}, Took: took}
 	for _, r := range rows {
 		s.Partitions++
 		s.Bytes += r.Bytes
-		s.Took += r.Took
 		if r.Exact {
 			s.Exact++
 		} else {
@@ -69,7 +70,7 @@ func (s ExactSummary) String() string {
 	for _, r := range slices.Sorted(maps.Keys(s.Fallbacks)) {
 		fb = append(fb, fmt.Sprintf("%s %d", r, s.Fallbacks[r]))
 	}
-	out := fmt.Sprintf("exact: %d of %d partitions exact, %d record bytes read in %v", s.Exact, s.Partitions, s.Bytes, s.Took.Round(time.Millisecond))
+	out := fmt.Sprintf("exact: %d of %d partitions exact, %d record bytes read, %v in all", s.Exact, s.Partitions, s.Bytes, s.Took.Round(time.Millisecond))
 	if len(fb) > 0 {
 		out += "; kept MM2's translation: " + strings.Join(fb, ", ")
 	}
@@ -120,35 +121,47 @@ func ExactCheckpoints(ctx context.Context, cfg *config.Config, logger *slog.Logg
 		renamed := messages.TopicPartition{Topic: messages.DownstreamTopic(cfg.Policy, cfg.SourceAlias, cfg.TargetAlias, c.Topic), Partition: c.Partition}
 		upstream[key{c.Group, renamed}] = c
 	}
-	s := &exactSearch{ix: ix, source: src, target: tgt, budget: cfg.ExactFetchMaxBytes, done: map[exactKey]exact.Result{}}
-	rows := make([]ExactRow, 0, len(cps))
-	for _, cp := range cps {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	s := &exactSearch{ix: ix, source: src, target: tgt, budget: cfg.ExactFetchMaxBytes}
+	rows := make([]ExactRow, len(cps))
+	sem := make(chan struct{}, exactSearches)
+	var wg sync.WaitGroup
+	for i, cp := range cps {
 		row := ExactRow{Checkpoint: cp, MM2: cp, Committed: -1}
 		c, ok := upstream[key{cp.Group, cp.TopicPartition}]
 		if !ok {
 			row.Reason, row.Detail = exact.ReasonNoCommit, "the group has no committed offset on the source partition"
-			rows = append(rows, row)
+			rows[i] = row
 			continue
 		}
 		row.Upstream, row.Committed = c.TopicPartition, c.Offset
-		start := time.Now()
-		res, bytes := s.locate(ctx, c.TopicPartition, cp.TopicPartition, c.Offset)
-		row.Took, row.Bytes = time.Since(start), bytes
-		if res.Exact() {
-			row.Exact = true
-			row.Checkpoint.UpstreamOffset, row.Checkpoint.DownstreamOffset = c.Offset, res.Downstream
-		} else {
-			row.Reason, row.Detail = res.Reason, res.Detail
-			logger.Debug("exact translation fell back to MM2's", "group", cp.Group, "topic", c.Topic, "partition", c.Partition,
-				"committed", c.Offset, "reason", res.Reason.String(), "detail", res.Detail)
-		}
-		rows = append(rows, row)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			start := time.Now()
+			res, bytes := s.locate(ctx, c.TopicPartition, cp.TopicPartition, c.Offset)
+			row.Took, row.Bytes = time.Since(start), bytes
+			if res.Exact() {
+				row.Exact = true
+				row.Checkpoint.UpstreamOffset, row.Checkpoint.DownstreamOffset = c.Offset, res.Downstream
+			} else {
+				row.Reason, row.Detail = res.Reason, res.Detail
+				logger.Debug("exact translation fell back to MM2's", "group", cp.Group, "topic", c.Topic, "partition", c.Partition,
+					"committed", c.Offset, "reason", res.Reason.String(), "detail", res.Detail)
+			}
+			rows[i] = row
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return rows, nil
 }
+
+// exactSearches is how many searches run at once: each waits on a few
+// round trips to the brokers.
+const exactSearches = 16
 
 // readSyncIndex reads the offset-sync topic to its end into a translation
 // index, keeping every sync MM2's store would keep in a running service.
@@ -192,24 +205,76 @@ type exactKey struct {
 
 // exactSearch runs exact.Locate over records it reads, reusing the answer
 // for groups at the same offset of a partition (idle groups at the end).
+// Its methods may be called concurrently.
 type exactSearch struct {
 	ix             *translate.Index
 	source, target *recordfetch.Reader
 	budget         int64
-	done           map[exactKey]exact.Result
+
+	mu   sync.Mutex
+	done map[exactKey]*exactOnce
+	ends map[messages.TopicPartition]*endsOnce
+}
+
+type exactOnce struct {
+	once  sync.Once
+	res   exact.Result
+	bytes int64
+}
+
+// endsOnce is a partition's end offsets, the target's read before the
+// source's: then every target record below the one came from a source
+// record below the other.
+type endsOnce struct {
+	once                 sync.Once
+	target, source       int64
+	targetErr, sourceErr error
 }
 
 // locate answers for committed on the source partition up, whose copy is
-// the target partition down, and the record bytes it read.
+// the target partition down, and the record bytes it read (0 for an answer
+// another search of the same offset read).
 func (s *exactSearch) locate(ctx context.Context, up, down messages.TopicPartition, committed int64) (exact.Result, int64) {
-	k := exactKey{up, committed}
-	if r, ok := s.done[k]; ok {
-		return r, 0
+	s.mu.Lock()
+	if s.done == nil {
+		s.done = map[exactKey]*exactOnce{}
 	}
-	budget := &recordfetch.Budget{Limit: s.budget}
-	r := s.search(ctx, up, down, committed, budget)
-	s.done[k] = r
-	return r, budget.Used
+	k := exactKey{up, committed}
+	e, seen := s.done[k]
+	if !seen {
+		e = &exactOnce{}
+		s.done[k] = e
+	}
+	s.mu.Unlock()
+	e.once.Do(func() {
+		budget := &recordfetch.Budget{Limit: s.budget}
+		e.res = s.search(ctx, up, down, committed, budget)
+		e.bytes = budget.Used
+	})
+	if seen {
+		return e.res, 0
+	}
+	return e.res, e.bytes
+}
+
+// endsOf returns the partitions' end offsets, read once per run.
+func (s *exactSearch) endsOf(up, down messages.TopicPartition) (target, source int64, err error) {
+	s.mu.Lock()
+	if s.ends == nil {
+		s.ends = map[messages.TopicPartition]*endsOnce{}
+	}
+	e, ok := s.ends[up]
+	if !ok {
+		e = &endsOnce{}
+		s.ends[up] = e
+	}
+	s.mu.Unlock()
+	e.once.Do(func() {
+		if e.target, e.targetErr = s.target.End(down.Topic, down.Partition); e.targetErr == nil {
+			e.source, e.sourceErr = s.source.End(up.Topic, up.Partition)
+		}
+	})
+	return e.target, e.source, cmp.Or(e.targetErr, e.sourceErr)
 }
 
 func (s *exactSearch) search(ctx context.Context, up, down messages.TopicPartition, committed int64, budget *recordfetch.Budget) exact.Result {
@@ -222,12 +287,7 @@ func (s *exactSearch) search(ctx context.Context, up, down messages.TopicPartiti
 		return exact.Locate(q)
 	}
 	var err error
-	// The target's end first: every target record below it was copied
-	// from a source record below the source's end read after it.
-	if q.TargetEnd, err = s.target.End(down.Topic, down.Partition); err != nil {
-		return fetchFallback(err)
-	}
-	if q.SourceEnd, err = s.source.End(up.Topic, up.Partition); err != nil {
+	if q.TargetEnd, q.SourceEnd, err = s.endsOf(up, down); err != nil {
 		return fetchFallback(err)
 	}
 	if bound := q.SourceBound(); bound > q.Lower.Upstream {

@@ -200,7 +200,11 @@ func failoverCost(origins map[int64]int64, committed, from int64) (replayed, ski
 // some; the test logs both.
 func TestExactFailoverOnKafka(t *testing.T) {
 	t.Parallel()
-	const partitions, groups, rounds = 4, 12, 8
+	const partitions, rounds = 4, 8
+	groups := 12
+	if n, err := strconv.Atoi(os.Getenv("CHECKPOINTD_FAILOVER_GROUPS")); err == nil && n > 0 {
+		groups = n // make bench-failover
+	}
 	e := newExactBed(t, partitions, nil)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -336,6 +340,39 @@ func TestExactFailoverOnKafka(t *testing.T) {
 	}
 	if mm2Replayed == 0 {
 		t.Errorf("MM2's rule replayed nothing: the run shows no difference (commits all at syncs?)")
+	}
+
+	// A budget too small for the longer searches: those keep MM2's.
+	small := filepath.Join(t.TempDir(), "small.yaml")
+	conf, err := os.ReadFile(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(small, append(conf, "checkpointd.exact.fetch.max.bytes: 1024\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	smallArgs := slices.Clone(args)
+	smallArgs[2] = small
+	out, err = runCLI(t, smallArgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var budgeted []exactOffset
+	if err := json.Unmarshal([]byte(out), &budgeted); err != nil {
+		t.Fatalf("translate --exact output %q: %v", out, err)
+	}
+	over := 0
+	for _, r := range budgeted {
+		switch {
+		case r.Exact == "budget_exceeded" && r.DownstreamOffset == r.MM2DownstreamOffset:
+			over++
+		case r.Exact == "exact" && r.DownstreamOffset == exactOffsets[r.Group][r.Partition] && r.BytesRead <= 1024+256<<10:
+		default:
+			t.Errorf("with a 1 KiB budget: %+v", r)
+		}
+	}
+	if over == 0 {
+		t.Errorf("no search exceeded a 1 KiB budget")
 	}
 
 	// --explain --exact names the outcome per partition.

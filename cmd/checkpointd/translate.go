@@ -139,10 +139,11 @@ func runTranslate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	var exactRows []pipeline.ExactRow
 	if tf.exact {
+		start := time.Now()
 		if exactRows, err = pipeline.ExactCheckpoints(ctx, cfg, logger, checkpoints); err != nil {
 			return err
 		}
-		fmt.Fprintln(stderr, pipeline.Summarize(exactRows))
+		fmt.Fprintln(stderr, pipeline.Summarize(exactRows, time.Since(start)))
 		checkpoints = pipeline.ExactPlan(exactRows)
 	}
 	switch {

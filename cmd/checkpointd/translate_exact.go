@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"text/tabwriter"
+	"time"
 
 	"github.com/checkpointd/checkpointd/infra/config"
 	"github.com/checkpointd/checkpointd/messages"
@@ -59,11 +60,12 @@ type exactExplanation struct {
 // each partition's checkpoint, and the reason where it kept MM2's.
 func explainExact(ctx context.Context, cfg *config.Config, logger *slog.Logger, stdout, stderr io.Writer, format string,
 	explained []pipeline.Explanation, cps []messages.Checkpoint) error {
+	start := time.Now()
 	rows, err := pipeline.ExactCheckpoints(ctx, cfg, logger, cps)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stderr, pipeline.Summarize(rows))
+	fmt.Fprintln(stderr, pipeline.Summarize(rows, time.Since(start)))
 	type key struct {
 		group string
 		tp    messages.TopicPartition

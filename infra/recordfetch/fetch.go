@@ -95,14 +95,20 @@ func (r *Reader) Fetch(ctx context.Context, topic string, partition int32, from,
 		return nil, from, r.wrap(topic, partition, "leader", err)
 	}
 	sc := r.client.Config()
-	req := &sarama.FetchRequest{Version: kafkaproto.Fetch(sc.Version), MaxBytes: fetchBytes, MinBytes: 1, MaxWaitTime: 100}
+	// Ask for no more than the budget has left; the broker still returns
+	// the first batch whole if it is larger.
+	size := int32(fetchBytes)
+	if budget.Limit > 0 {
+		size = int32(max(1, min(int64(fetchBytes), budget.Limit-budget.Used)))
+	}
+	req := &sarama.FetchRequest{Version: kafkaproto.Fetch(sc.Version), MaxBytes: size, MinBytes: 1, MaxWaitTime: 100}
 	if req.Version >= 4 {
 		req.Isolation = sarama.ReadUncommitted
 	}
 	if req.Version >= 7 { // no fetch session
 		req.SessionID, req.SessionEpoch = 0, -1
 	}
-	req.AddBlock(topic, partition, from, fetchBytes, -1)
+	req.AddBlock(topic, partition, from, size, -1)
 	resp, err := leader.Fetch(req)
 	if err != nil {
 		_ = leader.Close() // sarama reopens it on next use
@@ -117,7 +123,7 @@ func (r *Reader) Fetch(ctx context.Context, topic string, partition int32, from,
 	}
 	var out []Record
 	next := from
-	var size int64
+	var got int64
 	for _, rs := range block.RecordsSet {
 		b := rs.RecordBatch
 		if b == nil {
@@ -132,18 +138,18 @@ func (r *Reader) Fetch(ctx context.Context, topic string, partition int32, from,
 				continue
 			}
 			out = append(out, record(b, rec, off))
-			size += int64(len(rec.Key) + len(rec.Value))
+			got += int64(len(rec.Key) + len(rec.Value))
 			for _, h := range rec.Headers {
-				size += int64(len(h.Key) + len(h.Value))
+				got += int64(len(h.Key) + len(h.Value))
 			}
 		}
 		next = max(next, b.LastOffset()+1)
 	}
-	if !budget.spend(size) {
+	if !budget.spend(got) {
 		return nil, from, fmt.Errorf("partition %d of %s on cluster %q: %w (%d bytes used of %d)", partition, topic, r.cluster, ErrBudgetExceeded, budget.Used, budget.Limit)
 	}
 	if next <= from && len(block.RecordsSet) > 0 {
-		return nil, from, fmt.Errorf("partition %d of %s on cluster %q: no whole batch at offset %d within %d bytes", partition, topic, r.cluster, from, fetchBytes)
+		return nil, from, fmt.Errorf("partition %d of %s on cluster %q: no whole batch at offset %d within %d bytes", partition, topic, r.cluster, from, size)
 	}
 	return out, min(next, to), nil
 }
