@@ -108,9 +108,10 @@ bench-scale: jars
 
 # A planned failover with translate --exact against MM2's rule, on real Kafka
 # and real MM2: records replayed and skipped per partition both ways.
-# CHECKPOINTD_FAILOVER_GROUPS (200) groups over 4 partitions.
+# FAILOVER_BENCH_GROUPS (200) groups over 4 partitions (not CHECKPOINTD_*:
+# the config loader reads those as overrides).
 bench-failover: jars
-	CHECKPOINTD_FAILOVER_GROUPS=$${CHECKPOINTD_FAILOVER_GROUPS:-200} $(GO) test -count=1 -timeout 30m -run '^TestExactFailoverOnKafka$$' -v ./cmd/checkpointd/
+	FAILOVER_BENCH_GROUPS=$${FAILOVER_BENCH_GROUPS:-200} $(GO) test -count=1 -timeout 30m -run '^TestExactFailoverOnKafka$$' -v ./cmd/checkpointd/
 
 clean:
 	rm -rf bin

@@ -202,7 +202,7 @@ func TestExactFailoverOnKafka(t *testing.T) {
 	t.Parallel()
 	const partitions, rounds = 4, 8
 	groups := 12
-	if n, err := strconv.Atoi(os.Getenv("CHECKPOINTD_FAILOVER_GROUPS")); err == nil && n > 0 {
+	if n, err := strconv.Atoi(os.Getenv("FAILOVER_BENCH_GROUPS")); err == nil && n > 0 {
 		groups = n // make bench-failover
 	}
 	e := newExactBed(t, partitions, nil)
