@@ -488,6 +488,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		g.Go(func() error { return p.syncer.Run(gctx) })
 	}
 	g.Go(func() error { return p.runEvents(gctx) })
+	if p.cfg.ExactIdle > 0 {
+		g.Go(func() error { return p.runExactLive(gctx) })
+	}
 	go p.markRunning(gctx)
 	err := g.Wait()
 	stopOutbox() // routers are closed: nothing more is decided; drain what is queued

@@ -35,6 +35,8 @@ type exactBed struct {
 	mm2        *kafkatest.MM2
 	ends       []int64 // source end offsets, as produced
 	producer   sarama.SyncProducer
+	// noMM2Checkpoints, set by setup, leaves the checkpoints to checkpointd.
+	noMM2Checkpoints bool
 }
 
 // newExactBed mirrors the topic events-<suffix>, made with partitions, and
@@ -61,7 +63,7 @@ func newExactBed(t *testing.T, partitions int32, setup func(e *exactBed)) *exact
 	t.Cleanup(func() { p.Close() })
 	e.producer = p
 	e.mm2 = bed.StartMM2(t, kafkatest.MM2Options{SourceAlias: e.src, TargetAlias: e.tgt, Topics: ".*-" + suffix, Groups: e.groupRe,
-		EmitCheckpoints: true, CheckpointInterval: time.Second})
+		EmitCheckpoints: !e.noMM2Checkpoints, CheckpointInterval: time.Second})
 	e.cfgPath = filepath.Join(t.TempDir(), "c.yaml")
 	conf := fmt.Sprintf("source.cluster.alias: %q\ntarget.cluster.alias: %q\nsource.cluster.bootstrap.servers: %q\ntarget.cluster.bootstrap.servers: %q\n",
 		e.src, e.tgt, bed.Source.Bootstrap, bed.Target.Bootstrap)
