@@ -27,6 +27,7 @@ type exactLive struct {
 	cfg    *config.Config
 	idle   time.Duration
 	logger *slog.Logger
+	count  func(outcome string) // nil without metrics
 
 	source, target *recordfetch.Reader
 	closers        []func()
@@ -47,7 +48,7 @@ type liveKey struct {
 // cluster it cannot reach is tried again next round: this is a refinement,
 // and never stops the pipeline.
 func (p *Pipeline) runExactLive(ctx context.Context) error {
-	l := &exactLive{cpr: p.checkpointer, cfg: p.cfg, idle: p.cfg.ExactIdle, logger: p.logger, tried: map[liveKey]exact.Reason{}}
+	l := &exactLive{cpr: p.checkpointer, cfg: p.cfg, idle: p.cfg.ExactIdle, logger: p.logger, count: p.exactOutcome, tried: map[liveKey]exact.Reason{}}
 	defer l.close()
 	every := min(max(l.idle/2, time.Second), 10*time.Second)
 	t := time.NewTicker(every)
@@ -141,6 +142,9 @@ func (l *exactLive) round(ctx context.Context) {
 			defer mu.Unlock()
 			l.tried[liveKey{ic.Group, ic.Upstream, ic.Offset}] = res.Reason
 			counts[res.Reason]++
+			if l.count != nil {
+				l.count(res.Reason.String())
+			}
 			bytes += n
 			if emit {
 				emitted++

@@ -59,6 +59,9 @@ type Pipeline struct {
 	commit    *message.Router // nil when sync.group.offsets.enabled=false
 	events    *events.Bus     // the users' typed event handlers; nil if none
 	running   chan struct{}   // closed once the routers run
+	// exactOutcome counts the live exact translations by outcome; nil
+	// without metrics or without checkpointd.exact.idle.ms.
+	exactOutcome func(outcome string)
 
 	traceGroups map[string]string       // handler -> consumer group, for span attributes
 	probes      []*metrics.ClusterProbe // clusters /readyz checks
@@ -289,6 +292,9 @@ func (p *Pipeline) instrument(targetClient sarama.Client) error {
 	m.AddRouter(p.translate)
 	if p.commit != nil {
 		m.AddRouter(p.commit)
+	}
+	if p.cfg.ExactIdle > 0 {
+		p.exactOutcome = m.ExactTranslations()
 	}
 	ix := p.checkpointer.Index()
 	m.GaugeFunc(metrics.GaugeIndexPartitions, "Partitions with at least one offset sync in the translation index.",

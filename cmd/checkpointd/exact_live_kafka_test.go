@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +124,19 @@ func TestExactLiveOnKafka(t *testing.T) {
 	if searched < refined || searched > 4 {
 		t.Errorf("%d searches, want %d to 4 (one per idle partition off a sync):\n%s", searched, refined, p.tail(60))
 	}
+	if scrape := httpGet(t, "http://"+p.addr+"/metrics"); !strings.Contains(scrape, fmt.Sprintf(`checkpointd_exact_translations_total{outcome="exact",source=%q,target=%q} %d`, e.src, e.tgt, searched)) {
+		t.Errorf("/metrics lacks %d exact outcomes:\n%s", searched, grepLines(scrape, "exact"))
+	}
 	t.Logf("%d of 4 idle partitions moved from MM2's translation to the exact one", refined)
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
