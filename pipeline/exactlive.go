@@ -134,10 +134,9 @@ func (l *exactLive) round(ctx context.Context) {
 			defer func() { <-sem; wg.Done() }()
 			res, n := s.locate(ctx, ic.Upstream, ic.Target, ic.Offset)
 			emit := res.Exact() && res.Downstream > ic.Checkpointed && l.cpr.EmitExact(ctx, ic.Group, ic.Upstream, ic.Offset, res.Downstream)
-			if !res.Exact() {
-				l.logger.Debug("exact translation of an idle group fell back to MM2's", "group", ic.Group, "topic", ic.Upstream.Topic,
-					"partition", ic.Upstream.Partition, "committed", ic.Offset, "reason", res.Reason.String(), "detail", res.Detail)
-			}
+			l.logger.Debug("exact translation of an idle group", "group", ic.Group, "topic", ic.Upstream.Topic,
+				"partition", ic.Upstream.Partition, "committed", ic.Offset, "outcome", res.Reason.String(),
+				"downstream", res.Downstream, "emitted", emit, "detail", res.Detail)
 			mu.Lock()
 			defer mu.Unlock()
 			l.tried[liveKey{ic.Group, ic.Upstream, ic.Offset}] = res.Reason
