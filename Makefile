@@ -16,6 +16,7 @@ FUZZ_TARGETS := \
 	./messages:FuzzDefaultReplicationPolicySplit \
 	./messages:FuzzGroupPartition \
 	./handlers/translate:FuzzIndex \
+	./handlers/exact:FuzzLocateNeverSkips \
 	./internal/javaregex:FuzzParseList \
 	./infra/config:FuzzParseJAAS \
 	./infra/config:FuzzParseProperties \
@@ -23,7 +24,7 @@ FUZZ_TARGETS := \
 	./infra/config:FuzzStores \
 	./infra/config:FuzzParseTokenResponse
 
-.PHONY: build vet jars jaeger test unit fuzz bench bench-e2e bench-ready bench-scale demo clean image
+.PHONY: build vet jars jaeger test unit fuzz bench bench-e2e bench-ready bench-scale bench-failover demo clean image
 
 build:
 	$(GO) build -o bin/checkpointd ./cmd/checkpointd
@@ -104,6 +105,13 @@ bench-ready: jars
 # with and without it; the JSON's checkpointd_noop_handler says which).
 bench-scale: jars
 	CHECKPOINTD_SCALE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestScale$$' -v ./bench/scale/
+
+# A planned failover with translate --exact against MM2's rule, on real Kafka
+# and real MM2: records replayed and skipped per partition both ways.
+# FAILOVER_BENCH_GROUPS (200) groups over 4 partitions (not CHECKPOINTD_*:
+# the config loader reads those as overrides).
+bench-failover: jars
+	FAILOVER_BENCH_GROUPS=$${FAILOVER_BENCH_GROUPS:-200} $(GO) test -count=1 -timeout 30m -run '^TestExactFailoverOnKafka$$' -v ./cmd/checkpointd/
 
 clean:
 	rm -rf bin

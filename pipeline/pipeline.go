@@ -65,6 +65,9 @@ type Pipeline struct {
 	commit    *message.Router // nil when sync.group.offsets.enabled=false
 	events    *events.Bus     // the users' typed event handlers; nil if none
 	running   chan struct{}   // closed once the routers run
+	// exactOutcome counts the live exact translations by outcome; nil
+	// without metrics or without checkpointd.exact.idle.ms.
+	exactOutcome func(outcome string)
 
 	traceGroups map[string]string       // handler -> consumer group, for span attributes
 	probes      []*metrics.ClusterProbe // clusters /readyz checks
@@ -316,6 +319,9 @@ func (p *Pipeline) instrument(targetClient sarama.Client) error {
 	if p.commit != nil {
 		m.AddRouter(p.commit)
 	}
+	if p.cfg.ExactIdle > 0 {
+		p.exactOutcome = m.ExactTranslations()
+	}
 	ix := p.checkpointer.Index()
 	m.GaugeFunc(metrics.GaugeIndexPartitions, "Partitions with at least one offset sync in the translation index.",
 		func() float64 { return float64(ix.Stats().Partitions) })
@@ -525,6 +531,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		g.Go(func() error { return p.shadow.run(gctx) })
 	}
 	g.Go(func() error { return p.runEvents(gctx) })
+	if p.cfg.ExactIdle > 0 {
+		g.Go(func() error { return p.runExactLive(gctx) })
+	}
 	go p.markRunning(gctx)
 	err := g.Wait()
 	stopOutbox() // routers are closed: nothing more is decided; drain what is queued

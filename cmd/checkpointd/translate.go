@@ -52,6 +52,7 @@ type translateFlags struct {
 	format    string
 	explain   bool
 	apply     bool
+	exact     bool
 	execute   bool
 	dryRun    bool
 	timeout   time.Duration
@@ -93,6 +94,7 @@ func runTranslate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.BoolVar(&tf.allGroups, "all-groups", false, "every group in the checkpoints topic (the default, except with --apply)")
 	fs.StringVar(&tf.format, "format", "table", "output format: table, json, or csv (the reset plan kafka-consumer-groups --reset-offsets --from-file reads)")
 	fs.BoolVar(&tf.explain, "explain", false, "also read the source commits and offset syncs and say why each partition is where it is")
+	fs.BoolVar(&tf.exact, "exact", false, "find each group's committed record on the target and translate to its exact position where the records prove it (MM2's translation, with the reason, elsewhere); needs READ on the mirrored topics of both clusters")
 	fs.BoolVar(&tf.apply, "apply", false, "plan committing the translated offsets into the target cluster's groups (a dry run unless --execute)")
 	fs.BoolVar(&tf.execute, "execute", false, "with --apply: commit the plan")
 	fs.BoolVar(&tf.dryRun, "dry-run", false, "with --apply: only show the plan (the default)")
@@ -126,13 +128,27 @@ func runTranslate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return err
 		}
+		if tf.exact {
+			return explainExact(ctx, cfg, logger, stdout, stderr, tf.format, rows, checkpoints)
+		}
 		return printExplained(stdout, tf.format, rows)
 	}
 	if missing := groupsWithout(groups, checkpoints); len(missing) > 0 {
 		return fmt.Errorf("no checkpoints for group %s in %s on target cluster %q", strings.Join(missing, ", "),
 			cfg.Policy.CheckpointsTopic(cfg.SourceAlias), cfg.TargetAlias)
 	}
+	var exactRows []pipeline.ExactRow
+	if tf.exact {
+		start := time.Now()
+		if exactRows, err = pipeline.ExactCheckpoints(ctx, cfg, logger, checkpoints); err != nil {
+			return err
+		}
+		fmt.Fprintln(stderr, pipeline.Summarize(exactRows, time.Since(start)))
+		checkpoints = pipeline.ExactPlan(exactRows)
+	}
 	switch {
+	case tf.exact && !tf.apply && tf.format != "csv":
+		return printExact(stdout, tf.format, exactRows)
 	case tf.apply:
 		rows, err := pipeline.ApplyCheckpoints(ctx, cfg, logger, checkpoints, tf.execute)
 		if err != nil {

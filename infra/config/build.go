@@ -202,6 +202,8 @@ func build(s settings, rep *Report, bad map[string]bool, provided resolved) *Con
 	c.TargetCommitConnections = int(r.integer("checkpointd.target.commit.connections", 1, 1024, "a whole number from 1 to 1024"))
 	c.FollowSourceRewinds = r.boolean("checkpointd.sync.follow.source.rewinds")
 	c.Shadow = r.boolean("checkpointd.shadow.enabled")
+	c.ExactIdle = r.millis("checkpointd.exact.idle.ms", 0, "a whole number of milliseconds, 0 (off) or more")
+	c.ExactFetchMaxBytes = r.integer("checkpointd.exact.fetch.max.bytes", 1024, 1<<40, "a whole number of bytes, 1024 or more")
 	c.LogFormat = r.oneOf("checkpointd.log.format", "text", "json")
 	c.LogLevel = r.oneOf("checkpointd.log.level", "debug", "info", "warn", "error")
 	c.InstanceID = r.str("checkpointd.instance.id")

@@ -81,6 +81,15 @@ type Config struct {
 	// as in production but writing nothing to the target, and compares
 	// its decisions with MM2's checkpoints (checkpointd.shadow.enabled).
 	Shadow bool
+	// ExactFetchMaxBytes is how many record bytes (keys, values, headers)
+	// one exact translation of a (group, partition) may read from the two
+	// clusters together before it falls back to MM2's rule
+	// (checkpointd.exact.fetch.max.bytes).
+	ExactFetchMaxBytes int64
+	// ExactIdle is how long a group's commit on a partition must stay put
+	// before the service looks for its exact translation in the records
+	// (checkpointd.exact.idle.ms); 0 turns that off.
+	ExactIdle time.Duration
 
 	// Raw holds every property after overrides (and, for an MM2 driver file, after
 	// mapping it onto connector keys), as given. It includes secrets: print Effective.

@@ -186,8 +186,8 @@ func TestDefaults(t *testing.T) {
 		AdminTimeout: time.Minute, CommitSource: "auto", AdminPollInterval: time.Second, RefreshInterval: time.Second,
 		MetricsAddress: "127.0.0.1:9464", HealthAddress: "127.0.0.1:9464", LogFormat: "text",
 		LogLevel: "info", GroupID: "checkpointd-A-B", MetricsGroupLabels: true, StageFailureTimeout: 30 * time.Second, CommitLeaseSessionTimeout: 6 * time.Second, TargetCommitConnections: 32,
-		FollowSourceRewinds: true,
-		Groups:              ".*", GroupsExclude: "console-consumer-.*, connect-.*, __.*",
+		FollowSourceRewinds: true, ExactFetchMaxBytes: 16 << 20,
+		Groups: ".*", GroupsExclude: "console-consumer-.*, connect-.*, __.*",
 		Topics: ".*", TopicsExclude: `mm2.*\.internal, .*\.replica, __.*`,
 	}
 	got := *cfg

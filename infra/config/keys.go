@@ -75,6 +75,8 @@ var connectorKeys = []keySpec{
 	{"checkpointd.target.commit.connections", "32", typed},
 	{"checkpointd.sync.follow.source.rewinds", "true", typed},
 	{"checkpointd.shadow.enabled", "false", typed},
+	{"checkpointd.exact.fetch.max.bytes", "16777216", typed},
+	{"checkpointd.exact.idle.ms", "0", typed},
 	{"checkpointd.log.format", "text", typed},
 	{"checkpointd.log.level", "info", typed},
 	{"checkpointd.instance.id", "", freeText},
