@@ -13,12 +13,13 @@ import (
 	"github.com/checkpointd/checkpointd/messages/envelope"
 )
 
-// readBackBytes bounds one fetch of ReadBack: about 15,000 checkpoint
-// records. Larger fetches read no faster on loopback (BenchmarkReadBack:
-// the same 0.08 s for 300k records at 1 and 16 MiB) but each answer is
-// decoded whole, and at 16 MiB a hand-over under load doubled the
-// process's peak RSS.
-const readBackBytes = 1 << 20
+// readBackBytes bounds one fetch of ReadBack: about 10,000 checkpoint
+// records. On an idle loopback the size does not matter (BenchmarkReadBack:
+// the same 0.08 s for 300k records at 1 and 16 MiB); on a busy broker each
+// fetch waits its turn, and in the scale-out kill scenario 4 MiB took half
+// the restore time of 1 MiB but raised a new owner's peak RSS by up to
+// 30 MB (each answer is decoded whole, and two are held at once).
+const readBackBytes = 2 << 20
 
 // ReadBack reads topic once, from each partition's oldest offset to the end
 // offset it has when the read starts, and calls fn for every record, in
@@ -126,9 +127,9 @@ type fetchedBlock struct {
 func (r *backReader) partition(ctx context.Context, p int32, from, end int64) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// One answer waits while another is gone through: three fetches' bytes
-	// at most, with the one being fetched.
-	blocks := make(chan fetchedBlock, 1)
+	// The next answer is fetched while one is gone through: two answers'
+	// bytes at most.
+	blocks := make(chan fetchedBlock)
 	go r.fetchAll(ctx, p, from, end, blocks)
 	isolation := r.client.Config().Consumer.IsolationLevel
 	for f := range blocks {
