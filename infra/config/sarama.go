@@ -58,6 +58,7 @@ func (c *Config) SaramaConfig(role Role) (*sarama.Config, error) {
 
 func (c *Config) saramaConfig(role Role) (*sarama.Config, error) {
 	p := props(c.clientProps(role))
+	p[krb5Prop] = clientProp{value: c.Krb5Conf, key: c.krb5From}
 	sc := sarama.NewConfig()
 	sc.Version = c.KafkaVersion
 	if sc.Version == (sarama.KafkaVersion{}) {
