@@ -19,7 +19,7 @@ const (
 	KeyRefused                      // wrong password, or a keytab key the KDC no longer has
 	ClockSkew                       // the client's and the KDC's clocks differ too much
 	Expired                         // an expired ticket, password or principal
-	PrincipalLocked                 // the KDC revoked or locked the client principal
+	PrincipalRevoked                // the KDC locked, disabled or expired the client principal
 	NoCommonEncryption              // no encryption type both sides allow
 	OtherKerberos                   // any other KDC or Kerberos library error
 )
@@ -38,8 +38,8 @@ func (s KerberosStep) String() string {
 		return "clock skew"
 	case Expired:
 		return "expired"
-	case PrincipalLocked:
-		return "principal locked"
+	case PrincipalRevoked:
+		return "principal revoked"
 	case NoCommonEncryption:
 		return "no common encryption type"
 	case OtherKerberos:
@@ -55,7 +55,7 @@ var kdcCodes = map[int]KerberosStep{
 	6:  ClientUnknown,      // KDC_ERR_C_PRINCIPAL_UNKNOWN
 	7:  ServiceUnknown,     // KDC_ERR_S_PRINCIPAL_UNKNOWN
 	14: NoCommonEncryption, // KDC_ERR_ETYPE_NOSUPP
-	18: PrincipalLocked,    // KDC_ERR_CLIENT_REVOKED
+	18: PrincipalRevoked,   // KDC_ERR_CLIENT_REVOKED (Kerby also for an expired principal)
 	23: Expired,            // KDC_ERR_KEY_EXPIRED: the password expired
 	24: KeyRefused,         // KDC_ERR_PREAUTH_FAILED (Kerby also for a skewed timestamp)
 	31: KeyRefused,         // KRB_AP_ERR_BAD_INTEGRITY
@@ -117,8 +117,8 @@ func kerberosHint(s KerberosStep, service string) string {
 		h = "this host's clock and the KDC's differ by more than the allowed skew (clockskew, 5 minutes by default): synchronise both with NTP"
 	case Expired:
 		h = "an expired ticket, password or principal: renew the principal's password or keytab at the KDC"
-	case PrincipalLocked:
-		h = "the KDC has locked or disabled the client principal"
+	case PrincipalRevoked:
+		h = "the KDC has locked, disabled or expired the client principal: ask its administrator"
 	case NoCommonEncryption:
 		h = "no encryption type both sides allow: compare default_tkt_enctypes and permitted_enctypes in the krb5.conf with the KDC's and the keytab's (klist -ke)"
 	default:

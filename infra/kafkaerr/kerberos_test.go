@@ -49,7 +49,7 @@ func TestKerberosSteps(t *testing.T) {
 		{"clock skew", kdcSaid(37), ClockSkew, "NTP"},
 		{"ticket expired", kdcSaid(32), Expired, "expired"},
 		{"password expired", kdcSaid(23), Expired, "expired"},
-		{"locked", kdcSaid(18), PrincipalLocked, "locked"},
+		{"revoked", kdcSaid(18), PrincipalRevoked, "locked, disabled or expired"},
 		{"no common etype", kdcSaid(14), NoCommonEncryption, "permitted_enctypes"},
 		{"other KDC error", kdcSaid(60), OtherKerberos, "sasl.jaas.config"},
 	}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/checkpointd/checkpointd/infra/kafkaerr"
+	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
+)
+
+const krb5Module = "com.sun.security.auth.module.Krb5LoginModule"
+
+// keytabJAAS is the JAAS entry MM2 users write for a keytab login.
+func keytabJAAS(keytab, principal string) string {
+	return fmt.Sprintf(`%s required useKeyTab=true storeKey=true keyTab="%s" principal="%s@%s";`, krb5Module, keytab, principal, kafkatest.Realm)
+}
+
+// passwordJAAS is checkpointd's password login (no realm: the krb5.conf's default).
+func passwordJAAS(principal, password string) string {
+	return fmt.Sprintf(`%s required principal="%s" password="%s";`, krb5Module, principal, password)
+}
+
+// TestKerberosConnections: checkpointd's GSSAPI settings, as an MM2 config carries
+// them, log in to a real KDC (Apache Kerby) with a keytab and with a password and
+// talk to a real broker's GSSAPI listener; every failure names its Kerberos step.
+func TestKerberosConnections(t *testing.T) {
+	t.Parallel()
+	s := kafkatest.SharedSecure(t)
+	k := s.KDC
+	gssapi := func(jaas string, extra ...string) map[string]string {
+		p := map[string]string{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI",
+			"sasl.kerberos.service.name": "kafka", "sasl.jaas.config": jaas}
+		for i := 0; i+1 < len(extra); i += 2 {
+			p[extra[i]] = extra[i+1]
+		}
+		return p
+	}
+	krb5 := func(path string) []string { return []string{"KRB5_CONFIG=" + path} }
+	byIP := strings.Replace(s.Kerberos, "localhost", "127.0.0.1", 1)
+	cases := []struct {
+		name  string
+		addr  string
+		props map[string]string
+		env   []string
+		step  kafkaerr.KerberosStep // NotKerberos: connects
+	}{
+		{"keytab login, KRB5_CONFIG", s.Kerberos, gssapi(keytabJAAS(k.ClientKeytab, kafkatest.KeytabPrincipal)), krb5(k.Krb5Conf), kafkaerr.NotKerberos},
+		{"keytab login, checkpointd.kerberos.krb5.conf", s.Kerberos, gssapi(keytabJAAS(k.ClientKeytab, kafkatest.KeytabPrincipal)),
+			[]string{"CHECKPOINTD_CHECKPOINTD_KERBEROS_KRB5_CONF=" + k.Krb5Conf, "KRB5_CONFIG=" + k.UnreachableKrb5Conf}, kafkaerr.NotKerberos},
+		{"password login, realm from default_realm", s.Kerberos, gssapi(passwordJAAS(kafkatest.PasswordPrincipal, k.Password)), krb5(k.Krb5Conf), kafkaerr.NotKerberos},
+		{"service name from the JAAS serviceName option", s.Kerberos, map[string]string{"security.protocol": "SASL_PLAINTEXT",
+			"sasl.jaas.config": strings.Replace(keytabJAAS(k.ClientKeytab, kafkatest.KeytabPrincipal), ";", ` serviceName="kafka";`, 1)}, krb5(k.Krb5Conf), kafkaerr.NotKerberos},
+
+		{"KDC unreachable", s.Kerberos, gssapi(keytabJAAS(k.ClientKeytab, kafkatest.KeytabPrincipal)), krb5(k.UnreachableKrb5Conf), kafkaerr.KDCUnreachable},
+		{"principal unknown to the KDC", s.Kerberos, gssapi(passwordJAAS("nobody", k.Password)), krb5(k.Krb5Conf), kafkaerr.ClientUnknown},
+		{"wrong password", s.Kerberos, gssapi(passwordJAAS(kafkatest.PasswordPrincipal, "wrong")), krb5(k.Krb5Conf), kafkaerr.KeyRefused},
+		{"keytab older than the principal's key", s.Kerberos, gssapi(keytabJAAS(k.StaleKeytab, kafkatest.StalePrincipal)), krb5(k.Krb5Conf), kafkaerr.KeyRefused},
+		{"expired principal", s.Kerberos, gssapi(passwordJAAS(kafkatest.ExpiredPrincipal, k.Password)), krb5(k.Krb5Conf), kafkaerr.PrincipalRevoked},
+		{"wrong sasl.kerberos.service.name", s.Kerberos, gssapi(keytabJAAS(k.ClientKeytab, kafkatest.KeytabPrincipal), "sasl.kerberos.service.name", "kafka-broker"), krb5(k.Krb5Conf), kafkaerr.ServiceUnknown},
+		{"broker reached by IP, not by its principal's host", byIP, gssapi(keytabJAAS(k.ClientKeytab, kafkatest.KeytabPrincipal)), krb5(k.Krb5Conf), kafkaerr.ServiceUnknown},
+		// Kerby refuses a skewed pre-authentication timestamp with PREAUTH_FAILED, as
+		// a wrong key; MIT and Active Directory send KRB_AP_ERR_SKEW (kafkaerr's
+		// unit tests cover that code).
+		{"clock skew beyond the KDC's allowance (Kerby)", s.Kerberos, gssapi(keytabJAAS(k.SkewedKeytab, kafkatest.KeytabPrincipal)), krb5(k.SkewedKrb5Conf), kafkaerr.KeyRefused},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err, sc := dialWith(t, tc.addr, tc.props, tc.env)
+			switch {
+			case tc.step == kafkaerr.NotKerberos && err != nil:
+				t.Fatalf("did not connect: %s", kafkaerr.Describe(err, sc))
+			case tc.step == kafkaerr.NotKerberos:
+			case err == nil:
+				t.Fatalf("connected; want a Kerberos failure (%s)", tc.step)
+			case kafkaerr.LayerOf(err) != kafkaerr.Kerberos || kafkaerr.KerberosStepOf(err) != tc.step:
+				t.Fatalf("%v: layer %s, step %s; want Kerberos, %s", err, kafkaerr.LayerOf(err), kafkaerr.KerberosStepOf(err), tc.step)
+			case !strings.HasPrefix(kafkaerr.Hint(err, sc), "Kerberos ("+tc.step.String()+")"):
+				t.Fatalf("hint %q does not name the step", kafkaerr.Hint(err, sc))
+			default:
+				t.Logf("%s", kafkaerr.Describe(err, sc))
+			}
+		})
+	}
+}
+
+// TestRunOnKerberosCluster: checkpointd runs a flow whose source clients log in with
+// a keytab and whose target clients log in with a password, against a real KDC and
+// broker, and prints neither the password nor the keytab's path as a secret leak.
+func TestRunOnKerberosCluster(t *testing.T) {
+	t.Parallel()
+	s := kafkatest.SharedSecure(t)
+	k := s.KDC
+	src, tgt := "krbsrc", "krbtgt"
+	s.EnsureTopic(t, "mm2-offset-syncs."+tgt+".internal", 1, map[string]string{"cleanup.policy": "compact"})
+	s.EnsureTopic(t, src+".checkpoints.internal", 1, map[string]string{"cleanup.policy": "compact"})
+	cfg := fmt.Sprintf(`source.cluster.alias=%[1]s
+target.cluster.alias=%[2]s
+checkpoints.topic.replication.factor=1
+sync.group.offsets.enabled=true
+checkpointd.group.id=%[3]s
+checkpointd.metrics.address=127.0.0.1:0
+checkpointd.kerberos.krb5.conf=%[4]s
+source.cluster.bootstrap.servers=%[5]s
+source.cluster.security.protocol=SASL_PLAINTEXT
+source.cluster.sasl.mechanism=GSSAPI
+source.cluster.sasl.kerberos.service.name=kafka
+source.cluster.sasl.jaas.config=%[6]s
+target.cluster.bootstrap.servers=%[5]s
+target.cluster.security.protocol=SASL_PLAINTEXT
+target.cluster.sasl.mechanism=GSSAPI
+target.cluster.sasl.kerberos.service.name=kafka
+target.cluster.sasl.jaas.config=%[7]s
+`, src, tgt, kafkatest.UniqueName(t, "checkpointd"), k.Krb5Conf, s.Kerberos,
+		keytabJAAS(k.ClientKeytab, kafkatest.KeytabPrincipal), passwordJAAS(kafkatest.PasswordPrincipal, k.Password))
+	path := filepath.Join(t.TempDir(), "mm2-checkpoint.properties")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- dispatch(ctx, []string{"run", "--config", path}, &stdout, &stderr) }()
+	for opened := false; !opened; {
+		select {
+		case err := <-done:
+			t.Fatalf("run ended before its gate opened: %v\n%s", err, stderr.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		opened = strings.Contains(stderr.String(), "translation gate opened")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if out := stdout.String() + stderr.String(); strings.Contains(out, k.Password) {
+		t.Errorf("the Kerberos password was printed:\n%s", out)
+	}
+}
