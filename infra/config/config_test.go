@@ -188,7 +188,7 @@ func TestDefaults(t *testing.T) {
 		LogLevel: "info", GroupID: "checkpointd-A-B", MetricsGroupLabels: true, StageFailureTimeout: 30 * time.Second, CommitLeaseSessionTimeout: 6 * time.Second, TargetCommitConnections: 32,
 		FollowSourceRewinds: true,
 		Krb5Conf:            "/etc/krb5.conf", krb5From: "checkpointd.kerberos.krb5.conf (unset: the default /etc/krb5.conf)",
-		Groups:              ".*", GroupsExclude: "console-consumer-.*, connect-.*, __.*",
+		Groups: ".*", GroupsExclude: "console-consumer-.*, connect-.*, __.*",
 		Topics: ".*", TopicsExclude: `mm2.*\.internal, .*\.replica, __.*`,
 	}
 	got := *cfg

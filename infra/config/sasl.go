@@ -16,7 +16,8 @@ const (
 )
 
 // saslConfig maps sasl.mechanism and sasl.jaas.config onto sarama (and, for
-// OAUTHBEARER, the token endpoint settings: see oauthConfig).
+// OAUTHBEARER, the token endpoint settings: see oauthConfig; for GSSAPI, Kerberos:
+// see gssapiConfig).
 func saslConfig(sc *sarama.Config, p props) error {
 	// Kafka's default mechanism is GSSAPI, so an unset mechanism means Kerberos.
 	mech := strings.ToUpper(strings.TrimSpace(p["sasl.mechanism"].value))
