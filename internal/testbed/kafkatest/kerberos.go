@@ -48,9 +48,10 @@ const Realm = "CHECKPOINTD.TEST"
 //
 // The KDC does not require pre-authentication (gokrb5 cannot pre-authenticate a
 // password against Kerby: see TestKdc.java). SkewedKrb5Conf points at a second KDC
-// of the realm that requires it and allows no clock skew at all, knowing only
-// checkpointd-keytab, with the key in SkewedKeytab. UnreachableKrb5Conf names a
-// KDC port nothing listens on.
+// of the realm that allows no clock skew at all, knowing checkpointd-keytab (with
+// the key in SkewedKeytab) and the broker's principal: it refuses every service
+// ticket request with KRB_AP_ERR_SKEW. UnreachableKrb5Conf names a KDC port nothing
+// listens on.
 type KDC struct {
 	Addr                                          string // host:port of the KDC (TCP)
 	Krb5Conf, SkewedKrb5Conf, UnreachableKrb5Conf string

@@ -6,9 +6,11 @@
 //     without +requires_preauth). Go's gokrb5 cannot pre-authenticate a password login
 //     against Kerby: it salts the password key with the client name of the KDC's
 //     PREAUTH_REQUIRED error, which Kerby leaves out (RFC 4120 makes it optional);
-//   - the skewed KDC, which requires pre-authentication and allows no clock skew at
-//     all, so that it refuses every client's timestamp, as a KDC refuses a client whose
-//     clock is off by more than its allowance.
+//   - the skewed KDC, which allows no clock skew at all: it issues a client its ticket
+//     granting ticket, then refuses the timestamp of the client's request for a service
+//     ticket with KRB_AP_ERR_SKEW, as a KDC refuses a client whose clock is off by more
+//     than its allowance. (With pre-authentication Kerby would refuse the first
+//     timestamp already, but as KDC_ERR_PREAUTH_FAILED, which does not say why.)
 //
 // Usage: java -cp <kerby jars> TestKdc.java WORKDIR REALM PORT SKEWED_PORT PASSWORD_USER PASSWORD
 import java.io.File;
@@ -39,8 +41,11 @@ public class TestKdc {
         kdc.start();
 
         // Made after the first has started: Kerby takes the port when a server starts.
-        SimpleKdcServer skewed = kdc(new File(dir, "kdc-skewed"), realm, skewedPort, true, 0);
+        // It knows the broker's principal so that a service ticket request gets as far
+        // as the timestamp check.
+        SimpleKdcServer skewed = kdc(new File(dir, "kdc-skewed"), realm, skewedPort, false, 0);
         skewed.createAndExportPrincipals(new File(dir, "skewed.keytab"), "checkpointd-keytab");
+        skewed.createPrincipal("kafka/localhost");
         skewed.start();
         System.out.println("READY");
         System.out.flush();
