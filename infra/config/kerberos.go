@@ -118,7 +118,7 @@ func gssapiConfig(sc *sarama.Config, p props, e jaasEntry) error {
 			return p.invalid("sasl.jaas.config", "principal %q names no realm and the krb5.conf (%s) has no default_realm: write name@REALM", principal, path)
 		}
 	}
-	if user == "" || realm == "" {
+	if user == "" || realm == "" || strings.Contains(realm, "@") {
 		return p.invalid("sasl.jaas.config", "principal %q: want name@REALM", principal)
 	}
 

@@ -87,6 +87,8 @@ func TestGSSAPI(t *testing.T) {
 			wantErr: "source.cluster.sasl.jaas.config", wantText: []string{"needs a keytab", "password="}},
 		{name: "bad boolean", props: []string{"sasl.kerberos.service.name", "kafka", "sasl.jaas.config", module + `useKeyTab=yes keyTab="` + kt + `" principal="mm2";`},
 			wantErr: "source.cluster.sasl.jaas.config", wantText: []string{"useKeyTab", "true or false"}},
+		{name: "two realms", props: []string{"sasl.kerberos.service.name", "kafka", "sasl.jaas.config", module + `password="p" principal="mm2@A@B";`},
+			wantErr: "source.cluster.sasl.jaas.config", wantText: []string{"want name@REALM"}},
 		{name: "no principal", props: []string{"sasl.kerberos.service.name", "kafka", "sasl.jaas.config", module + `useKeyTab=true keyTab="` + kt + `";`},
 			wantErr: "source.cluster.sasl.jaas.config", wantText: []string{"needs principal"}},
 		{name: "keytab without the principal's key", props: []string{"sasl.kerberos.service.name", "kafka", "sasl.jaas.config", module + `useKeyTab=true keyTab="` + kt + `" principal="other@EXAMPLE.COM";`},
@@ -161,4 +163,38 @@ func TestKrb5Location(t *testing.T) {
 			t.Errorf("krb5Location(%q, %q) = %q, %q; want %q, %q", tt.key, tt.env, path, from, tt.path, tt.from)
 		}
 	}
+}
+
+// FuzzGSSAPI: any Krb5LoginModule options either map onto a GSSAPI config sarama
+// accepts, naming a principal and a keytab or password, or are one problem under a
+// key; nothing panics.
+func FuzzGSSAPI(f *testing.F) {
+	krb5 := filepath.Join(f.TempDir(), "krb5.conf")
+	if err := os.WriteFile(krb5, []byte(testKrb5Conf), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(`useKeyTab=true keyTab="/nonexistent" principal="mm2@EXAMPLE.COM"`)
+	f.Add(`principal="mm2" password="p" serviceName="kafka"`)
+	f.Add(`useTicketCache=true storeKey=maybe`)
+	f.Add(`principal="@" password="x"`)
+	f.Fuzz(func(t *testing.T, options string) {
+		props := with("source.cluster.security.protocol", "SASL_PLAINTEXT", "source.cluster.sasl.mechanism", "GSSAPI",
+			"source.cluster.sasl.kerberos.service.name", "kafka",
+			"source.cluster.sasl.jaas.config", "com.sun.security.auth.module.Krb5LoginModule required "+options+";")
+		cfg, rep, err := FromProperties(props, nil, []string{"KRB5_CONFIG=" + krb5})
+		if err != nil {
+			if !IsInvalid(err) || len(rep.Problems) == 0 {
+				t.Fatalf("err = %v, problems %v", err, rep.Problems)
+			}
+			return
+		}
+		sc, err := cfg.SaramaConfig(SourceConsumer)
+		if err != nil {
+			t.Fatalf("config accepted, sarama config refused: %v", err)
+		}
+		g := sc.Net.SASL.GSSAPI
+		if g.Username == "" || g.Realm == "" || (g.AuthType == sarama.KRB5_USER_AUTH) == (g.Password == "") {
+			t.Fatalf("GSSAPI %+v from %q", g, options)
+		}
+	})
 }

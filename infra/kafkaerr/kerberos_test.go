@@ -79,3 +79,26 @@ func TestKerberosSteps(t *testing.T) {
 		t.Errorf("broker refusal: layer %v, hint %q", LayerOf(refused), Hint(refused, gssapi()))
 	}
 }
+
+// FuzzKerberosStepOf: any message is classified without panicking; one that carries
+// neither a gokrb5 root cause nor a KRB Error code is not Kerberos's, and one that
+// does is at the Kerberos layer with a hint naming its step.
+func FuzzKerberosStepOf(f *testing.F) {
+	for _, code := range []int32{6, 7, 24, 37, 60} {
+		f.Add(kdcSaid(code).Error())
+	}
+	f.Add("[Root cause: Networking_Error] Networking_Error: AS Exchange Error")
+	f.Add("KRB Error: (99999999999999999999) X")
+	f.Add("kafka: client has run out of available brokers")
+	f.Fuzz(func(t *testing.T, msg string) {
+		err := errors.New(msg)
+		step := KerberosStepOf(err)
+		marked := krbRootCause.MatchString(msg) || krbCode.MatchString(msg)
+		if (step != NotKerberos) != marked {
+			t.Fatalf("%q: step %v", msg, step)
+		}
+		if marked && (LayerOf(err) != Kerberos || !strings.HasPrefix(Hint(err, nil), "Kerberos ("+step.String()+")")) {
+			t.Fatalf("%q: layer %v, hint %q", msg, LayerOf(err), Hint(err, nil))
+		}
+	})
+}
