@@ -58,6 +58,7 @@ type KDC struct {
 	BrokerKeytab, ClientKeytab, StaleKeytab       string
 	SkewedKeytab                                  string
 	Password                                      string // of checkpointd-password and checkpointd-expired
+	ReadyIn                                       time.Duration
 
 	proc *javaProc
 }
@@ -84,10 +85,12 @@ func startKDC(ctx context.Context, dir string) (*KDC, error) {
 	if err := os.WriteFile(src, testKdcJava, 0o644); err != nil {
 		return nil, fmt.Errorf("start KDC: %w", err)
 	}
+	start := time.Now()
 	var last error
 	for range 3 { // another process may take a picked port before the KDC binds it
 		k, err := tryStartKDC(ctx, lib, dir, src)
 		if err == nil {
+			k.ReadyIn = time.Since(start)
 			return k, nil
 		}
 		last = err

@@ -79,8 +79,8 @@ func SharedSecure(t testing.TB) *SecureCluster {
 	t.Helper()
 	requireShared(t, "kafkatest.SharedSecure")
 	c, err := sharedSecure.get(StartSecureCluster, func(c *SecureCluster) {
-		t.Logf("kafkatest: secured cluster ready in %s (SASL_SSL %s, mTLS %s)",
-			c.ReadyIn.Round(time.Millisecond), c.SASLSSL, c.MTLS)
+		t.Logf("kafkatest: secured cluster ready in %s, its KDC in %s (SASL_SSL %s, mTLS %s, GSSAPI %s)",
+			c.ReadyIn.Round(time.Millisecond), c.KDC.ReadyIn.Round(time.Millisecond), c.SASLSSL, c.MTLS, c.Kerberos)
 	})
 	if err != nil {
 		failUnavailable(t, "secured Kafka cluster", err)
