@@ -198,3 +198,32 @@ func FuzzGSSAPI(f *testing.F) {
 		}
 	})
 }
+
+// TestGSSAPIInDriverFile: an MM2 driver file's Kerberos settings (top-level for both
+// clusters, a cluster's own JAAS entry winning) reach each side's clients, with
+// checkpointd.kerberos.krb5.conf for both.
+func TestGSSAPIInDriverFile(t *testing.T) {
+	krb5 := writeFile(t, "krb5.conf", testKrb5Conf)
+	kt := writeKeytab(t, "mm2", "EXAMPLE.COM")
+	file := `clusters = us, eu
+us.bootstrap.servers = us1:9092
+eu.bootstrap.servers = eu1:9092
+security.protocol = SASL_SSL
+sasl.mechanism = GSSAPI
+sasl.kerberos.service.name = kafka
+sasl.jaas.config = com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="` + kt + `" principal="mm2@EXAMPLE.COM";
+eu.sasl.jaas.config = com.sun.security.auth.module.Krb5LoginModule required principal="mm2-eu" password="p";
+us->eu.enabled = true
+checkpointd.kerberos.krb5.conf = ` + krb5 + "\n"
+	cfg, _, err := Load(writeFile(t, "mm2.properties", file), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, tgt := mustSarama(t, cfg, SourceConsumer).Net.SASL.GSSAPI, mustSarama(t, cfg, TargetAdmin).Net.SASL.GSSAPI
+	if src.AuthType != sarama.KRB5_KEYTAB_AUTH || src.KeyTabPath != kt || src.Username != "mm2" || src.KerberosConfigPath != krb5 {
+		t.Errorf("source GSSAPI %+v", src)
+	}
+	if tgt.AuthType != sarama.KRB5_USER_AUTH || tgt.Username != "mm2-eu" || tgt.Realm != "EXAMPLE.COM" || tgt.ServiceName != "kafka" || tgt.KerberosConfigPath != krb5 {
+		t.Errorf("target GSSAPI %+v", tgt)
+	}
+}
