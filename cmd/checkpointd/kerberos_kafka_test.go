@@ -15,6 +15,9 @@ import (
 
 const krb5Module = "com.sun.security.auth.module.Krb5LoginModule"
 
+// brokerRefused marks a case the KDC accepts and the broker refuses.
+const brokerRefused kafkaerr.KerberosStep = -1
+
 // keytabJAAS is the JAAS entry MM2 users write for a keytab login.
 func keytabJAAS(keytab, principal string) string {
 	return fmt.Sprintf(`%s required useKeyTab=true storeKey=true keyTab="%s" principal="%s@%s";`, krb5Module, keytab, principal, kafkatest.Realm)
@@ -66,12 +69,19 @@ func TestKerberosConnections(t *testing.T) {
 		// The skewed KDC allows no skew: the client's service ticket request is refused
 		// with KRB_AP_ERR_SKEW, as a KDC whose clock is minutes off refuses it.
 		{"clock skew beyond the KDC's allowance", s.Kerberos, gssapi(keytabJAAS(k.SkewedKeytab, kafkatest.KeytabPrincipal)), krb5(k.SkewedKrb5Conf), kafkaerr.ClockSkew},
+		// The KDC issues the ticket; the broker, whose keytab lacks the key, refuses it.
+		{"broker's keytab behind the KDC", s.Kerberos, gssapi(keytabJAAS(k.RekeyedKeytab, kafkatest.KeytabPrincipal)), krb5(k.RekeyedKrb5Conf), brokerRefused},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			err, sc := dialWith(t, tc.addr, tc.props, tc.env)
 			switch {
+			case tc.step == brokerRefused:
+				if err == nil || kafkaerr.LayerOf(err) != kafkaerr.Credentials || !strings.Contains(kafkaerr.Hint(err, sc), "service ticket") {
+					t.Fatalf("%v: layer %s, hint %q; want the broker's refusal at the credentials layer", err, kafkaerr.LayerOf(err), kafkaerr.Hint(err, sc))
+				}
+				t.Logf("%s", kafkaerr.Describe(err, sc))
 			case tc.step == kafkaerr.NotKerberos && err != nil:
 				t.Fatalf("did not connect: %s", kafkaerr.Describe(err, sc))
 			case tc.step == kafkaerr.NotKerberos:

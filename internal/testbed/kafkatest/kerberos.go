@@ -50,13 +50,16 @@ const Realm = "CHECKPOINTD.TEST"
 // password against Kerby: see TestKdc.java). SkewedKrb5Conf points at a second KDC
 // of the realm that allows no clock skew at all, knowing checkpointd-keytab (with
 // the key in SkewedKeytab) and the broker's principal: it refuses every service
-// ticket request with KRB_AP_ERR_SKEW. UnreachableKrb5Conf names a KDC port nothing
-// listens on.
+// ticket request with KRB_AP_ERR_SKEW. RekeyedKrb5Conf points at a third KDC of the
+// realm whose key of the broker's principal the broker does not have, knowing
+// checkpointd-keytab with the key in RekeyedKeytab. UnreachableKrb5Conf names a KDC
+// port nothing listens on.
 type KDC struct {
 	Addr                                          string // host:port of the KDC (TCP)
 	Krb5Conf, SkewedKrb5Conf, UnreachableKrb5Conf string
+	RekeyedKrb5Conf                               string
 	BrokerKeytab, ClientKeytab, StaleKeytab       string
-	SkewedKeytab                                  string
+	SkewedKeytab, RekeyedKeytab                   string
 	Password                                      string // of checkpointd-password and checkpointd-expired
 	ReadyIn                                       time.Duration
 
@@ -102,7 +105,7 @@ func startKDC(ctx context.Context, dir string) (*KDC, error) {
 }
 
 func tryStartKDC(ctx context.Context, lib, dir, src string) (*KDC, error) {
-	ports, err := freePorts(3)
+	ports, err := freePorts(4) // the KDC, the skewed and the rekeyed one, and one left unused
 	if err != nil {
 		return nil, err
 	}
@@ -112,9 +115,10 @@ func tryStartKDC(ctx context.Context, lib, dir, src string) (*KDC, error) {
 		BrokerKeytab: filepath.Join(dir, "broker.keytab"), ClientKeytab: filepath.Join(dir, "client.keytab"),
 		StaleKeytab: filepath.Join(dir, "stale.keytab"), SkewedKeytab: filepath.Join(dir, "skewed.keytab"),
 		Krb5Conf: filepath.Join(dir, "krb5.conf"), SkewedKrb5Conf: filepath.Join(dir, "krb5-skewed.conf"),
+		RekeyedKrb5Conf: filepath.Join(dir, "krb5-rekeyed.conf"), RekeyedKeytab: filepath.Join(dir, "rekeyed.keytab"),
 		UnreachableKrb5Conf: filepath.Join(dir, "krb5-unreachable.conf"),
 	}
-	for i, f := range []string{k.Krb5Conf, k.SkewedKrb5Conf, k.UnreachableKrb5Conf} {
+	for i, f := range []string{k.Krb5Conf, k.SkewedKrb5Conf, k.RekeyedKrb5Conf, k.UnreachableKrb5Conf} {
 		if err := os.WriteFile(f, []byte(krb5Conf("127.0.0.1:"+strconv.Itoa(ports[i]))), 0o644); err != nil {
 			return nil, err
 		}
@@ -122,7 +126,7 @@ func tryStartKDC(ctx context.Context, lib, dir, src string) (*KDC, error) {
 	// Source-file mode compiles TestKdc.java in memory: no build step, about a second.
 	flags := []string{"-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true"}
 	k.proc, err = startJava("kdc", lib, dir, "", flags, src,
-		dir, Realm, strconv.Itoa(ports[0]), strconv.Itoa(ports[1]), PasswordPrincipal, k.Password)
+		dir, Realm, strconv.Itoa(ports[0]), strconv.Itoa(ports[1]), strconv.Itoa(ports[2]), PasswordPrincipal, k.Password)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,11 @@
 //     than its allowance. (With pre-authentication Kerby would refuse the first
 //     timestamp already, but as KDC_ERR_PREAUTH_FAILED, which does not say why.)
 //
-// Usage: java -cp <kerby jars> TestKdc.java WORKDIR REALM PORT SKEWED_PORT PASSWORD_USER PASSWORD
+//   - the rekeyed KDC, whose key of the broker's principal is not the one in the
+//     broker's keytab, as after a rotation the broker missed: the broker cannot open
+//     the service tickets it issues.
+//
+// Usage: java -cp <kerby jars> TestKdc.java WORKDIR REALM PORT SKEWED_PORT REKEYED_PORT PASSWORD_USER PASSWORD
 import java.io.File;
 import org.apache.kerby.kerberos.kerb.request.KrbIdentity;
 import org.apache.kerby.kerberos.kerb.server.KdcConfigKey;
@@ -23,8 +27,8 @@ public class TestKdc {
     public static void main(String[] args) throws Exception {
         File dir = new File(args[0]);
         String realm = args[1];
-        int port = Integer.parseInt(args[2]), skewedPort = Integer.parseInt(args[3]);
-        String passwordUser = args[4], password = args[5];
+        int port = Integer.parseInt(args[2]), skewedPort = Integer.parseInt(args[3]), rekeyedPort = Integer.parseInt(args[4]);
+        String passwordUser = args[5], password = args[6];
 
         SimpleKdcServer kdc = kdc(new File(dir, "kdc"), realm, port, false, 300);
         kdc.createPrincipal(passwordUser, password);
@@ -47,6 +51,11 @@ public class TestKdc {
         skewed.createAndExportPrincipals(new File(dir, "skewed.keytab"), "checkpointd-keytab");
         skewed.createPrincipal("kafka/localhost");
         skewed.start();
+
+        SimpleKdcServer rekeyed = kdc(new File(dir, "kdc-rekeyed"), realm, rekeyedPort, false, 300);
+        rekeyed.createAndExportPrincipals(new File(dir, "rekeyed.keytab"), "checkpointd-keytab");
+        rekeyed.createPrincipal("kafka/localhost");
+        rekeyed.start();
         System.out.println("READY");
         System.out.flush();
         Thread.currentThread().join();
