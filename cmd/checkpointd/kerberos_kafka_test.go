@@ -11,6 +11,7 @@ import (
 
 	"github.com/checkpointd/checkpointd/infra/kafkaerr"
 	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
+	"github.com/checkpointd/checkpointd/messages"
 )
 
 const krb5Module = "com.sun.security.auth.module.Krb5LoginModule"
@@ -100,32 +101,36 @@ func TestKerberosConnections(t *testing.T) {
 
 // TestRunOnKerberosCluster: checkpointd runs a flow whose source clients log in with
 // a keytab and whose target clients log in with a password, against a real KDC and
-// broker, and prints neither the password nor the keytab's path as a secret leak.
+// broker (one cluster under two aliases): a source group's commit arrives translated
+// in its target group, so it read the offset syncs and the source commits and wrote
+// the checkpoint and the commit; the password is never printed.
 func TestRunOnKerberosCluster(t *testing.T) {
 	t.Parallel()
 	s := kafkatest.SharedSecure(t)
 	k := s.KDC
-	src, tgt := "krbsrc", "krbtgt"
-	s.EnsureTopic(t, "mm2-offset-syncs."+tgt+".internal", 1, map[string]string{"cleanup.policy": "compact"})
-	s.EnsureTopic(t, src+".checkpoints.internal", 1, map[string]string{"cleanup.policy": "compact"})
+	e := newACLEnv(t, s, "offsets-log") // topics, records and an offset sync 5 -> 5
+	group := kafkatest.UniqueName(t, "krb-app")
+	s.CommitOffsets(t, group, map[messages.TopicPartition]int64{{Topic: e.topic, Partition: 0}: 5})
 	cfg := fmt.Sprintf(`source.cluster.alias=%[1]s
 target.cluster.alias=%[2]s
+groups=%[3]s
 checkpoints.topic.replication.factor=1
 sync.group.offsets.enabled=true
-checkpointd.group.id=%[3]s
+sync.group.offsets.interval.seconds=1
+checkpointd.group.id=%[4]s
 checkpointd.metrics.address=127.0.0.1:0
-checkpointd.kerberos.krb5.conf=%[4]s
-source.cluster.bootstrap.servers=%[5]s
+checkpointd.kerberos.krb5.conf=%[5]s
+source.cluster.bootstrap.servers=%[6]s
 source.cluster.security.protocol=SASL_PLAINTEXT
 source.cluster.sasl.mechanism=GSSAPI
 source.cluster.sasl.kerberos.service.name=kafka
-source.cluster.sasl.jaas.config=%[6]s
-target.cluster.bootstrap.servers=%[5]s
+source.cluster.sasl.jaas.config=%[7]s
+target.cluster.bootstrap.servers=%[6]s
 target.cluster.security.protocol=SASL_PLAINTEXT
 target.cluster.sasl.mechanism=GSSAPI
 target.cluster.sasl.kerberos.service.name=kafka
-target.cluster.sasl.jaas.config=%[7]s
-`, src, tgt, kafkatest.UniqueName(t, "checkpointd"), k.Krb5Conf, s.Kerberos,
+target.cluster.sasl.jaas.config=%[8]s
+`, e.src, e.tgt, group, kafkatest.UniqueName(t, "checkpointd"), k.Krb5Conf, s.Kerberos,
 		keytabJAAS(k.ClientKeytab, kafkatest.KeytabPrincipal), passwordJAAS(kafkatest.PasswordPrincipal, k.Password))
 	path := filepath.Join(t.TempDir(), "mm2-checkpoint.properties")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -136,13 +141,17 @@ target.cluster.sasl.jaas.config=%[7]s
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
 	go func() { done <- dispatch(ctx, []string{"run", "--config", path}, &stdout, &stderr) }()
-	for opened := false; !opened; {
+	remote := messages.TopicPartition{Topic: e.remote, Partition: 0}
+	deadline := time.Now().Add(60 * time.Second)
+	for s.CommittedOffsets(t, group)[remote] != 5 {
 		select {
 		case err := <-done:
-			t.Fatalf("run ended before its gate opened: %v\n%s", err, stderr.String())
-		case <-time.After(100 * time.Millisecond):
+			t.Fatalf("run ended before the target group was synced: %v\n%s", err, stderr.String())
+		case <-time.After(200 * time.Millisecond):
 		}
-		opened = strings.Contains(stderr.String(), "translation gate opened")
+		if time.Now().After(deadline) {
+			t.Fatalf("target group %s not synced to 5 on %s in 60s:\n%s", group, e.remote, stderr.String())
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {
