@@ -104,8 +104,9 @@ func (r *reader) millis(key string, lo int64, what string) time.Duration {
 
 // build reads and validates every setting into a Config.
 // Keys in bad were reported already (config provider references that could not be
-// resolved); provided are the keys resolved from config providers.
-func build(s settings, rep *Report, bad map[string]bool, provided resolved) *Config {
+// resolved); provided are the keys resolved from config providers; env is the
+// process environment (for KRB5_CONFIG).
+func build(s settings, rep *Report, bad map[string]bool, provided resolved, env []string) *Config {
 	r := &reader{s: s, rep: rep, skip: checkFreeTextPlaceholders(s, kindOf, rep, bad, provided)}
 	checkKeys(s, rep)
 	c := &Config{Raw: s.values(), origins: map[string]string{}, provided: provided}
@@ -215,6 +216,7 @@ func build(s settings, rep *Report, bad map[string]bool, provided resolved) *Con
 	}
 	c.MetricsGroupLabels = r.boolean("checkpointd.metrics.group.labels")
 	c.KafkaVersion = r.kafkaVersion("checkpointd.kafka.version")
+	c.Krb5Conf, c.krb5From = krb5Location(r.str(Krb5ConfKey), env)
 
 	c.buildClients(r)
 	return c

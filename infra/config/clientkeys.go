@@ -21,6 +21,7 @@ var clientKeys = map[string]clientKey{
 	"sasl.mechanism":                                    {typed, "cpa"},
 	"sasl.jaas.config":                                  {freeText, "cpa"},
 	"sasl.login.callback.handler.class":                 {className, "cpa"},
+	"sasl.kerberos.service.name":                        {freeText, "cpa"},
 	"sasl.oauthbearer.token.endpoint.url":               {freeText, "cpa"},
 	"sasl.oauthbearer.client.credentials.client.id":     {freeText, "cpa"},
 	"sasl.oauthbearer.client.credentials.client.secret": {freeText, "cpa"},

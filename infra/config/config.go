@@ -57,6 +57,10 @@ type Config struct {
 	GroupID            string // consumer group the instances share
 	MetricsGroupLabels bool
 	KafkaVersion       sarama.KafkaVersion
+	// Krb5Conf is the krb5.conf of GSSAPI clients (checkpointd.kerberos.krb5.conf,
+	// else $KRB5_CONFIG, else /etc/krb5.conf); krb5From names where it came from.
+	Krb5Conf string
+	krb5From string
 
 	// StageFailureTimeout is how long a stage may keep failing before the
 	// instance is not ready (checkpointd.health.stage.failure.timeout.ms).
@@ -182,7 +186,7 @@ func loadFlows(props map[string]string, origin string, sets, env []string) ([]*C
 	if !isDriverStyle(s) {
 		s.apply(after)
 		res, bad := resolveProviders(s, env, rep)
-		cfg := build(s, rep, bad, res)
+		cfg := build(s, rep, bad, res, env)
 		return []*Config{cfg}, rep, rep.Err()
 	}
 	flows, err := fromDriverStyle(s, rep)
@@ -199,7 +203,7 @@ func loadFlows(props map[string]string, origin string, sets, env []string) ([]*C
 		}
 		reps[i] = &Report{}
 		res, bad := resolveProviders(f.s, env, reps[i])
-		cfgs[i] = build(f.s, reps[i], bad, res)
+		cfgs[i] = build(f.s, reps[i], bad, res, env)
 	}
 	mergeFlows(rep, reps, flows)
 	checkFlowsTogether(cfgs, flows, rep)

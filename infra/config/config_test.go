@@ -187,6 +187,7 @@ func TestDefaults(t *testing.T) {
 		MetricsAddress: "127.0.0.1:9464", HealthAddress: "127.0.0.1:9464", LogFormat: "text",
 		LogLevel: "info", GroupID: "checkpointd-A-B", MetricsGroupLabels: true, StageFailureTimeout: 30 * time.Second, CommitLeaseSessionTimeout: 6 * time.Second, TargetCommitConnections: 32,
 		FollowSourceRewinds: true, ExactFetchMaxBytes: 16 << 20,
+		Krb5Conf: "/etc/krb5.conf", krb5From: "checkpointd.kerberos.krb5.conf (unset: the default /etc/krb5.conf)",
 		Groups: ".*", GroupsExclude: "console-consumer-.*, connect-.*, __.*",
 		Topics: ".*", TopicsExclude: `mm2.*\.internal, .*\.replica, __.*`,
 	}
@@ -321,8 +322,8 @@ func TestInvalidValuesNameKeyValueAndAllowed(t *testing.T) {
 		{"kafka version too old", with("checkpointd.kafka.version", "2.3.0"), "checkpointd.kafka.version", []string{"from 2.4.0"}},
 		{"security protocol", with("source.cluster.security.protocol", "TLS"), "source.cluster.security.protocol", []string{`"TLS"`, "PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"}},
 		{"store type", with("target.cluster.security.protocol", "SSL", "target.cluster.ssl.truststore.type", "BKS"), "target.cluster.ssl.truststore.type", []string{"BKS", "want JKS, PKCS12 or PEM"}},
-		{"kerberos", with("source.cluster.security.protocol", "SASL_SSL", "source.cluster.sasl.mechanism", "GSSAPI"), "source.cluster.sasl.mechanism", []string{"GSSAPI", "not supported"}},
-		{"kerberos by default", with("source.cluster.security.protocol", "SASL_PLAINTEXT"), "source.cluster.security.protocol", []string{"Kafka's default mechanism"}},
+		{"kerberos without JAAS", with("source.cluster.security.protocol", "SASL_SSL", "source.cluster.sasl.mechanism", "GSSAPI"), "source.cluster.sasl.jaas.config", []string{"required", "Krb5LoginModule", "useKeyTab=true"}},
+		{"kerberos by default", with("source.cluster.security.protocol", "SASL_PLAINTEXT"), "source.cluster.sasl.jaas.config", []string{"sasl.mechanism is not set", "Kafka's default GSSAPI", "Krb5LoginModule", "or set sasl.mechanism"}},
 		{"oauth without a token endpoint", with("source.cluster.security.protocol", "SASL_SSL", "source.cluster.sasl.mechanism", "OAUTHBEARER", "source.cluster.sasl.jaas.config", `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="c" clientSecret="s";`), "source.cluster.sasl.oauthbearer.token.endpoint.url", []string{"required for OAUTHBEARER"}},
 		{"request timeout", with("source.consumer.request.timeout.ms", "soon"), "source.consumer.request.timeout.ms", []string{`"soon"`, "milliseconds"}},
 		{"auto offset reset", with("source.consumer.auto.offset.reset", "none"), "source.consumer.auto.offset.reset", []string{"earliest or latest"}},

@@ -83,6 +83,7 @@ var connectorKeys = []keySpec{
 	{"checkpointd.group.id", "", freeText},
 	{"checkpointd.metrics.group.labels", "true", typed},
 	{"checkpointd.kafka.version", defaultKafkaVersion, typed},
+	{Krb5ConfKey, "", freeText},
 }
 
 func specOf(key string) (keySpec, bool) {

@@ -26,7 +26,8 @@ func (e *clientError) Error() string { return newIssue(e.key, e.value, "%s", e.m
 //	client.rack                      RackID
 //	security.protocol                PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
 //	ssl.*                            TLS from JKS, PKCS12 or PEM stores (see tlsConfig)
-//	sasl.mechanism, sasl.jaas.config PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (see oauthConfig)
+//	sasl.mechanism, sasl.jaas.config PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (see oauthConfig),
+//	                                 GSSAPI with sasl.kerberos.service.name (see gssapiConfig)
 //	request.timeout.ms               Net.ReadTimeout
 //	socket.connection.setup.timeout.ms Net.DialTimeout
 //	metadata.max.age.ms              Metadata.RefreshFrequency
@@ -58,6 +59,7 @@ func (c *Config) SaramaConfig(role Role) (*sarama.Config, error) {
 
 func (c *Config) saramaConfig(role Role) (*sarama.Config, error) {
 	p := props(c.clientProps(role))
+	p[krb5Prop] = clientProp{value: c.Krb5Conf, key: c.krb5From}
 	sc := sarama.NewConfig()
 	sc.Version = c.KafkaVersion
 	if sc.Version == (sarama.KafkaVersion{}) {

@@ -148,7 +148,7 @@ func TestSASL(t *testing.T) {
 		{"bad flag", "PLAIN", `org.apache.kafka.common.security.plain.PlainLoginModule always username="a" password="b";`, "", "", "control flag"},
 		{"two modules", "PLAIN", jaas("plain.PlainLoginModule", `username="a" password="b"`) + jaas("plain.PlainLoginModule", `username="a" password="b"`), "", "", "exactly 1"},
 		{"oauth module", "PLAIN", jaas("oauthbearer.OAuthBearerLoginModule", ""), "", "", "OAUTHBEARER"},
-		{"kerberos module", "PLAIN", `com.sun.security.auth.module.Krb5LoginModule required;`, "", "", "not supported"},
+		{"kerberos module", "PLAIN", `com.sun.security.auth.module.Krb5LoginModule required;`, "", "", "Krb5LoginModule is for sasl.mechanism=GSSAPI"},
 		{"delegation token", "SCRAM-SHA-256", jaas("scram.ScramLoginModule", `username="a" password="b" tokenauth="true"`), "", "", "delegation tokens"},
 	}
 	for _, tt := range tests {

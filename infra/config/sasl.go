@@ -1,7 +1,6 @@
 package config
 
 import (
-	"cmp"
 	"strings"
 
 	"github.com/IBM/sarama"
@@ -17,7 +16,8 @@ const (
 )
 
 // saslConfig maps sasl.mechanism and sasl.jaas.config onto sarama (and, for
-// OAUTHBEARER, the token endpoint settings: see oauthConfig).
+// OAUTHBEARER, the token endpoint settings: see oauthConfig; for GSSAPI, Kerberos:
+// see gssapiConfig).
 func saslConfig(sc *sarama.Config, p props) error {
 	// Kafka's default mechanism is GSSAPI, so an unset mechanism means Kerberos.
 	mech := strings.ToUpper(strings.TrimSpace(p["sasl.mechanism"].value))
@@ -30,20 +30,27 @@ func saslConfig(sc *sarama.Config, p props) error {
 	case "SCRAM-SHA-512":
 		sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
 		sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA512} }
-	case "", "GSSAPI":
-		return &clientError{key: cmp.Or(p["sasl.mechanism"].key, p["security.protocol"].key), value: p["sasl.mechanism"].value,
-			msg: "Kerberos (GSSAPI, Kafka's default mechanism) is not supported: set sasl.mechanism to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"}
-	case "OAUTHBEARER":
+	case "", "GSSAPI", "OAUTHBEARER":
 	default:
-		return p.invalid("sasl.mechanism", "want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
+		return p.invalid("sasl.mechanism", "want GSSAPI, PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
 	}
 	if !p.has("sasl.jaas.config") {
-		want := plainLoginModule + ` required username="..." password="...";`
-		if mech == "OAUTHBEARER" {
-			want = oauthLoginModule + ` required clientId="..." clientSecret="...";`
+		want := "required for SASL: want " + plainLoginModule + ` required username="..." password="...";`
+		switch mech {
+		case "OAUTHBEARER":
+			want = "required for SASL: want " + oauthLoginModule + ` required clientId="..." clientSecret="...";`
+		case "":
+			// Most often a forgotten sasl.mechanism rather than a Kerberos setup.
+			want = "required for SASL: sasl.mechanism is not set, so it is Kafka's default GSSAPI (Kerberos), which wants " +
+				krb5LoginModule + ` required useKeyTab=true keyTab="..." principal="...";` + " (or set sasl.mechanism to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)"
+		case "GSSAPI":
+			want = "required for SASL: want " + krb5LoginModule + ` required useKeyTab=true keyTab="..." principal="...";`
 		}
-		return &clientError{key: strings.Replace(p["sasl.mechanism"].key, "sasl.mechanism", "sasl.jaas.config", 1),
-			msg: "required for SASL: want " + want}
+		key := strings.Replace(p["sasl.mechanism"].key, "sasl.mechanism", "sasl.jaas.config", 1)
+		if p["sasl.mechanism"].key == "" {
+			key = strings.Replace(p["security.protocol"].key, "security.protocol", "sasl.jaas.config", 1)
+		}
+		return &clientError{key: key, msg: want}
 	}
 	e, err := parseJAAS(p["sasl.jaas.config"].value)
 	if err != nil {
@@ -52,13 +59,18 @@ func saslConfig(sc *sarama.Config, p props) error {
 	sc.Net.SASL.Enable = true
 	sc.Net.SASL.Handshake = true
 	sc.Net.SASL.Version = sarama.SASLHandshakeV1
-	if mech == "OAUTHBEARER" {
+	switch mech {
+	case "OAUTHBEARER":
 		return oauthConfig(sc, p, e)
+	case "", "GSSAPI":
+		return gssapiConfig(sc, p, e)
 	}
 	switch e.module {
 	case plainLoginModule, scramLoginModule:
 	case oauthLoginModule:
 		return p.invalid("sasl.jaas.config", "OAuthBearerLoginModule is for sasl.mechanism=OAUTHBEARER; want PlainLoginModule or ScramLoginModule for %s", mech)
+	case krb5LoginModule:
+		return p.invalid("sasl.jaas.config", "Krb5LoginModule is for sasl.mechanism=GSSAPI; want PlainLoginModule or ScramLoginModule for %s", mech)
 	default:
 		return p.invalid("sasl.jaas.config", "login module %s is not supported: want %s or %s", e.module, plainLoginModule, scramLoginModule)
 	}

@@ -1,5 +1,6 @@
 // Package kafkaerr tells which layer a Kafka client error comes from — the network,
-// TLS, the SASL mechanism, the SASL credentials or the broker's authorizer — and
+// TLS, a Kerberos KDC, the SASL mechanism, the SASL credentials or the broker's
+// authorizer — and
 // which client settings to check, so that a TLS verification failure is not reported
 // as a SASL problem or a missing ACL as bad credentials.
 package kafkaerr
@@ -27,6 +28,7 @@ const (
 	SASLMechanism       // the listener does not speak SASL, or not this mechanism
 	Credentials         // the broker refused the username and password
 	Authorization       // authenticated, but an ACL denies the operation
+	Kerberos            // the Kerberos login before the broker: see KerberosStepOf
 )
 
 func (l Layer) String() string {
@@ -41,6 +43,8 @@ func (l Layer) String() string {
 		return "SASL credentials"
 	case Authorization:
 		return "authorization"
+	case Kerberos:
+		return "Kerberos"
 	}
 	return "unknown"
 }
@@ -51,6 +55,9 @@ func LayerOf(err error) Layer {
 	switch {
 	case err == nil:
 		return Unknown
+	case KerberosStepOf(err) != NotKerberos:
+		// Before TLS: gokrb5's errors are text, and may quote a KDC's.
+		return Kerberos
 	case isTLS(err):
 		return TLS
 	case errors.Is(err, sarama.ErrSASLAuthenticationFailed), credentialsRefused(err):
@@ -114,9 +121,18 @@ func Hint(err error, cfg *sarama.Config) string {
 		tlsOn, saslOn, mech = cfg.Net.TLS.Enable, cfg.Net.SASL.Enable, string(cfg.Net.SASL.Mechanism)
 	}
 	switch LayerOf(err) {
+	case Kerberos:
+		service := ""
+		if cfg != nil {
+			service = cfg.Net.SASL.GSSAPI.ServiceName
+		}
+		return kerberosHint(KerberosStepOf(err), service)
 	case TLS:
 		return "TLS: " + tlsHint(err)
 	case Credentials:
+		if mech == sarama.SASLTypeGSSAPI {
+			return gssapiCredentialsHint
+		}
 		if credentialsRefused(err) || mech == sarama.SASLTypeOAuth {
 			return "SASL credentials: the OAuth token endpoint or the broker refused them: check clientId and clientSecret in sasl.jaas.config, sasl.oauthbearer.token.endpoint.url, and the token's audience and issuer the broker expects"
 		}

@@ -24,6 +24,7 @@ type Bed struct {
 	mm2s   []*MM2
 	closed bool
 	oauth  *OAuthServer // a secured cluster's, closed after the brokers
+	kdc    *KDC         // a secured cluster's, stopped after the brokers
 
 	cancelStart context.CancelFunc
 	started     chan struct{} // closed when StartBed no longer touches the bed
@@ -166,6 +167,7 @@ func (b *Bed) close() error {
 	if b.oauth != nil {
 		errs = append(errs, b.oauth.close())
 	}
+	errs = append(errs, b.kdc.close())
 	if err := os.RemoveAll(b.Dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove %s: %w", b.Dir, err))
 	}

@@ -18,8 +18,10 @@
 //	}
 //
 // SharedSecure is one more cluster with a SASL_SSL listener (PLAIN, SCRAM-SHA-256,
-// SCRAM-SHA-512) and an SSL listener requiring client certificates, for which
-// ClientStores makes JKS or PKCS12 stores with keytool.
+// SCRAM-SHA-512), an SSL listener requiring client certificates, for which
+// ClientStores makes JKS or PKCS12 stores with keytool, an OAUTHBEARER listener
+// with its OAuth server, and a GSSAPI listener with a Kerberos KDC (Apache Kerby,
+// fetched like the Kafka jars) holding its principals and keytabs.
 //
 // SharedThreeBrokerTarget is one more bed whose target has three nodes
 // (BedOptions.TargetBrokers), each a broker and a controller of one quorum, so

@@ -41,10 +41,18 @@ func Jars(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	lib := filepath.Join(cache, "lib")
+	return fetchJars(ctx, cache, cache, runtimePOM, "Kafka "+KafkaVersion,
+		"kafka_2.13-"+KafkaVersion+".jar", "connect-mirror-"+KafkaVersion+".jar", "log4j-slf4j-impl-")
+}
+
+// fetchJars returns dir/lib, fetching into it with Maven the runtime dependencies of
+// pom unless they were fetched for this pom before; wants are prefixes of jars that
+// must be there. Maven keeps its downloads in m2Parent/m2.
+func fetchJars(ctx context.Context, dir, m2Parent string, pom []byte, what string, wants ...string) (string, error) {
+	lib := filepath.Join(dir, "lib")
 	marker := filepath.Join(lib, ".complete")
-	pomPath := filepath.Join(cache, "pom.xml")
-	if cached(pomPath, marker) {
+	pomPath := filepath.Join(dir, "pom.xml")
+	if cached(pomPath, marker, pom) {
 		return lib, nil
 	}
 	for _, tool := range []string{"java", "mvn"} {
@@ -52,34 +60,34 @@ func Jars(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("%w: %s not found on PATH (install Java 17 and Maven)", ErrUnavailable, tool)
 		}
 	}
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", fmt.Errorf("create jar cache %s: %w", cache, err)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create jar cache %s: %w", dir, err)
 	}
 	// `go test ./...` runs test binaries in parallel; one fetches, the others wait.
-	unlock, err := filelock.Lock(ctx, filepath.Join(cache, ".lock"))
+	unlock, err := filelock.Lock(ctx, filepath.Join(dir, ".lock"))
 	if err != nil {
-		return "", fmt.Errorf("lock jar cache %s: %w", cache, err)
+		return "", fmt.Errorf("lock jar cache %s: %w", dir, err)
 	}
 	defer unlock()
-	if cached(pomPath, marker) {
+	if cached(pomPath, marker, pom) {
 		return lib, nil
 	}
 	if err := os.RemoveAll(lib); err != nil {
 		return "", fmt.Errorf("clear stale jars: %w", err)
 	}
-	if err := os.WriteFile(pomPath, runtimePOM, 0o644); err != nil {
+	if err := os.WriteFile(pomPath, pom, 0o644); err != nil {
 		return "", fmt.Errorf("write pom: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, "mvn", "-B", "-q",
 		"-f", pomPath,
-		"-Dmaven.repo.local="+filepath.Join(cache, "m2"),
+		"-Dmaven.repo.local="+filepath.Join(m2Parent, "m2"),
 		"org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies",
 		"-DoutputDirectory="+lib, "-DincludeScope=runtime")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("%w: maven fetch of Kafka %s jars failed: %v\n%s", ErrUnavailable, KafkaVersion, err, tail(out, 40))
+		return "", fmt.Errorf("%w: maven fetch of %s jars failed: %v\n%s", ErrUnavailable, what, err, tail(out, 40))
 	}
-	for _, want := range []string{"kafka_2.13-" + KafkaVersion + ".jar", "connect-mirror-" + KafkaVersion + ".jar", "log4j-slf4j-impl-"} {
+	for _, want := range wants {
 		if !hasJar(lib, want) {
 			return "", fmt.Errorf("%w: jar %s missing after fetch into %s", ErrUnavailable, want, lib)
 		}
@@ -92,9 +100,9 @@ func Jars(ctx context.Context) (string, error) {
 
 // cached reports whether the jars were fetched for the current pom; a changed
 // pom (new version pins) invalidates the cache.
-func cached(pomPath, marker string) bool {
+func cached(pomPath, marker string, pom []byte) bool {
 	old, err := os.ReadFile(pomPath)
-	if err != nil || !bytes.Equal(old, runtimePOM) {
+	if err != nil || !bytes.Equal(old, pom) {
 		return false
 	}
 	_, err = os.Stat(marker)

@@ -36,6 +36,8 @@ import (
 //   - SSL on MTLS, requiring a client certificate signed by the test CA
 //     (ssl.client.auth=required): see ClientStores;
 //   - SASL_SSL with OAUTHBEARER only on OAuth, validating JWTs from OAuthServer;
+//   - SASL_PLAINTEXT with GSSAPI only on Kerberos (advertised as localhost, the host
+//     of the broker's principal kafka/localhost), with the principals of KDC;
 //   - the embedded Cluster's PLAINTEXT listener (Bootstrap) for setting up, whose
 //     ANONYMOUS principal is a super user.
 //
@@ -55,6 +57,10 @@ type SecureCluster struct {
 	OAuth        string
 	OAuthServer  *OAuthServer
 	OAuthClients map[string]OAuthClient // "long": 1 h tokens, "short": 3 s tokens, "forged": signed with a key not in the JWKS
+	// Kerberos is the SASL_PLAINTEXT listener taking GSSAPI only, as localhost:port;
+	// KDC's client principals are super users.
+	Kerberos string
+	KDC      *KDC
 
 	ca    *x509.Certificate
 	caKey *ecdsa.PrivateKey
@@ -73,8 +79,8 @@ func SharedSecure(t testing.TB) *SecureCluster {
 	t.Helper()
 	requireShared(t, "kafkatest.SharedSecure")
 	c, err := sharedSecure.get(StartSecureCluster, func(c *SecureCluster) {
-		t.Logf("kafkatest: secured cluster ready in %s (SASL_SSL %s, mTLS %s)",
-			c.ReadyIn.Round(time.Millisecond), c.SASLSSL, c.MTLS)
+		t.Logf("kafkatest: secured cluster ready in %s, its KDC in %s (SASL_SSL %s, mTLS %s, GSSAPI %s)",
+			c.ReadyIn.Round(time.Millisecond), c.KDC.ReadyIn.Round(time.Millisecond), c.SASLSSL, c.MTLS, c.Kerberos)
 	})
 	if err != nil {
 		failUnavailable(t, "secured Kafka cluster", err)
@@ -120,6 +126,10 @@ func StartSecureCluster(ctx context.Context) (*SecureCluster, error) {
 		b.oauth = s.OAuthServer
 		err = s.writePKI()
 	}
+	if err == nil {
+		s.KDC, err = startKDC(ctx, filepath.Join(dir, "kdc"))
+		b.kdc = s.KDC
+	}
 	if err != nil {
 		close(b.started)
 		_ = b.Close()
@@ -135,6 +145,7 @@ func StartSecureCluster(ctx context.Context) (*SecureCluster, error) {
 	s.SASLSSL = "127.0.0.1:" + strconv.Itoa(s.extraPorts[0])
 	s.MTLS = "127.0.0.1:" + strconv.Itoa(s.extraPorts[1])
 	s.OAuth = "127.0.0.1:" + strconv.Itoa(s.extraPorts[2])
+	s.Kerberos = "localhost:" + strconv.Itoa(s.extraPorts[3])
 	s.ReadyIn = time.Since(start)
 	return s, nil
 }
@@ -161,19 +172,24 @@ func (s *SecureCluster) spec() clusterSpec {
 	for _, c := range s.OAuthClients {
 		supers = append(supers, "User:"+c.ID)
 	}
+	// Kafka's default principal.to.local rules give a Kerberos client of the default
+	// realm its short name.
+	supers = append(supers, "User:"+KeytabPrincipal, "User:"+PasswordPrincipal)
 	return clusterSpec{
-		extraPorts: 3,
+		extraPorts: 4,
 		formatArgs: scram,
-		jvmFlags:   s.OAuthServer.jvmFlags(),
+		jvmFlags:   append(s.OAuthServer.jvmFlags(), s.KDC.jvmFlags()...),
 		props: func(ports []int) map[string]string {
 			addr := func(i int) string { return "127.0.0.1:" + strconv.Itoa(ports[i]) }
 			listeners := "PLAINTEXT://" + addr(0) + ",CONTROLLER://" + addr(1) + ",SASL_SSL://" + addr(2) + ",MTLS://" + addr(3) + ",OAUTH://" + addr(4)
+			advertised := listeners + ",KERBEROS://localhost:" + strconv.Itoa(ports[5])
+			listeners += ",KERBEROS://" + addr(5)
 			const scramModule = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 			props := s.OAuthServer.brokerProps()
 			maps.Copy(props, map[string]string{
 				"listeners":                          listeners,
-				"advertised.listeners":               listeners,
-				"listener.security.protocol.map":     "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL,OAUTH:SASL_SSL",
+				"advertised.listeners":               advertised,
+				"listener.security.protocol.map":     "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL,OAUTH:SASL_SSL,KERBEROS:SASL_PLAINTEXT",
 				"ssl.keystore.type":                  "PEM",
 				"ssl.keystore.location":              filepath.Join(s.dir, "broker.pem"),
 				"ssl.truststore.type":                "PEM",
@@ -188,6 +204,7 @@ func (s *SecureCluster) spec() clusterSpec {
 				"super.users":                                           strings.Join(supers, ";"),
 				"allow.everyone.if.no.acl.found":                        "false",
 			})
+			maps.Copy(props, s.KDC.brokerProps())
 			return props
 		},
 	}

@@ -1,5 +1,6 @@
 // Command fetchjars fetches the Kafka and MirrorMaker 2 jars the integration
-// tests run, into the cache outside the repository, and prints where they are.
+// tests run, and Apache Kerby's KDC for the Kerberos tests, into the cache outside
+// the repository, and prints where they are.
 package main
 
 import (
@@ -27,4 +28,10 @@ func main() {
 		took = took.Round(time.Millisecond)
 	}
 	fmt.Printf("kafka %s jars: %s (%s)\n", kafkatest.KafkaVersion, lib, took)
+	kerby, err := kafkatest.KerbyJars(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fetchjars: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Printf("kerby %s jars (the Kerberos tests' KDC): %s\n", kafkatest.KerbyVersion, kerby)
 }
