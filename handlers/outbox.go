@@ -20,6 +20,7 @@ import (
 
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/envelope"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // DefaultOutboxBatch is how many checkpoints one publish call carries at most.
@@ -400,10 +401,11 @@ func (o *Outbox) publish(ctx context.Context, batch []outgoing) {
 		}
 		err := o.confirmOwner(ctx, batch)
 		wait := time.Duration(0)
-		if err != nil {
+		if err == nil {
+			err = o.publishChecked(ctx, batch, msgs)
+		}
+		if errors.Is(err, errNotConfirmed) {
 			wait = fenceRetry // a rebalance passes soon; the backoff is for brokers
-		} else {
-			err = o.pub.Publish(o.topic, msgs...)
 		}
 		if err == nil {
 			if attempt > 1 {
@@ -510,6 +512,28 @@ func (o *Outbox) dropDisowned(batch []outgoing) []outgoing {
 
 var errDisowned = errors.New("checkpoint dropped: its group's shard moved to another instance, which decides it again")
 
+// errNotConfirmed marks a write refused because the batch's shards could
+// not be confirmed as this instance's.
+var errNotConfirmed = errors.New("not writing: ownership of the checkpoints' shards not confirmed")
+
+// publishChecked publishes msgs with the ownership check asked again by the
+// publisher right before the records leave (targetgroup.WithBeforeSend on
+// the first message's context): a process paused between confirmOwner and
+// the send (SIGSTOP, a frozen VM) finds its confirmation stale on resuming
+// and asks again, instead of writing checkpoints decided before the pause
+// over the new owner's. The check costs nothing while the confirmation is
+// fresh.
+func (o *Outbox) publishChecked(ctx context.Context, batch []outgoing, msgs []*message.Message) error {
+	if o.fence == nil {
+		return o.pub.Publish(o.topic, msgs...)
+	}
+	first := msgs[0]
+	orig := first.Context()
+	first.SetContext(targetgroup.WithBeforeSend(orig, func(context.Context) error { return o.confirmOwner(ctx, batch) }))
+	defer first.SetContext(orig)
+	return o.pub.Publish(o.topic, msgs...)
+}
+
 // confirmOwner asks the fence, with WithOwnership, whether the batch's
 // shards are still this instance's.
 func (o *Outbox) confirmOwner(ctx context.Context, batch []outgoing) error {
@@ -525,7 +549,7 @@ func (o *Outbox) confirmOwner(ctx context.Context, batch []outgoing) error {
 		}
 	}
 	if err := o.fence.Verify(ctx, shards); err != nil {
-		return fmt.Errorf("not writing: ownership of the checkpoints' shards not confirmed: %w", err)
+		return fmt.Errorf("%w: %w", errNotConfirmed, err)
 	}
 	return nil
 }

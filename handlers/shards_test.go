@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/checkpointd/checkpointd/handlers/filter"
 	"github.com/checkpointd/checkpointd/messages"
@@ -439,5 +442,71 @@ func TestCheckpointerTailSkipsOtherOwnersUndecoded(t *testing.T) {
 	}
 	if rec.malformed != 1 {
 		t.Errorf("malformed = %d, want 1: only this instance's broken record is decoded", rec.malformed)
+	}
+}
+
+// scriptFence answers the nth Verify with answer(n).
+type scriptFence struct {
+	mu     sync.Mutex
+	calls  int
+	answer func(n int) error
+}
+
+func (f *scriptFence) Verify(context.Context, []int32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return f.answer(f.calls)
+}
+
+// sendCheckPublisher asks the check a writer carries right before writing,
+// as the Kafka publisher does.
+type sendCheckPublisher struct{ gatedPublisher }
+
+func (p *sendCheckPublisher) Publish(topic string, msgs ...*message.Message) error {
+	if err := targetgroup.CheckBeforeSend(msgs[0].Context()); err != nil {
+		return err
+	}
+	return p.gatedPublisher.Publish(topic, msgs...)
+}
+
+// The outbox's confirmation is asked again right before the records leave:
+// an instance paused between confirming and sending (the first answer yes,
+// the one after the pause no) writes nothing, and the refusal waits for
+// the fence, not for a broker backoff.
+func TestOutboxConfirmsAgainRightBeforeSending(t *testing.T) {
+	shards := NewShards(byName)
+	refuse := atomic.Bool{}
+	refuse.Store(true)
+	fence := &scriptFence{answer: func(n int) error {
+		if n == 1 || !refuse.Load() {
+			return nil
+		}
+		return errors.New("not the owner at the group coordinator")
+	}}
+	pub := &sendCheckPublisher{}
+	o := NewOutbox(pub, "cp", 10, nil, WithOwnership(shards, fence))
+	o.backoff = time.Hour // a broker backoff would stall the test
+	shards.Assign(0)
+	o.Emit(context.Background(), cpOn("a1", 0, 10, 5), time.Time{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = o.Run(ctx, time.Second) }()
+	time.Sleep(300 * time.Millisecond)
+	if got := pub.written(); len(got) != 0 {
+		t.Fatalf("wrote %v on a confirmation refused right before sending", got)
+	}
+	refuse.Store(false)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(pub.written()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := pub.written(); len(got) != 1 {
+		t.Fatalf("written %v once the fence confirmed, want one batch", got)
+	}
+	if f := o.Stats().Failures; f != 0 {
+		t.Errorf("failures = %d: a refused confirmation is no failure of the target", f)
 	}
 }

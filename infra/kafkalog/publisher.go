@@ -9,6 +9,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 // NewCheckpointPublisher returns a Watermill publisher that writes
@@ -170,6 +172,11 @@ func (p *batchPublisher) Publish(topic string, msgs ...*message.Message) error {
 			return err
 		}
 		records[i] = pm
+	}
+	// The writer's last word, right before the records leave: a process
+	// paused since it decided to write learns here that it may not.
+	if err := targetgroup.CheckBeforeSend(msgs[0].Context()); err != nil {
+		return fmt.Errorf("write checkpoints to %s: %w", topic, err)
 	}
 	err = producer.SendMessages(records)
 	var perrs sarama.ProducerErrors

@@ -14,6 +14,7 @@ import (
 	"github.com/checkpointd/checkpointd/infra/kafkalog"
 	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages/envelope"
+	"github.com/checkpointd/checkpointd/messages/targetgroup"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -161,5 +162,37 @@ func TestCheckpointPublisherClosed(t *testing.T) {
 	msg.Metadata.Set(envelope.MetaKey, "k")
 	if err := pub.Publish("t", msg); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("Publish after Close: %v, want an error saying it is closed", err)
+	}
+}
+
+// The check a writer puts on the first message's context is asked right
+// before the records leave: refused, nothing is written.
+func TestCheckpointPublisherAsksBeforeSending(t *testing.T) {
+	t.Parallel()
+	c := kafkatest.Shared(t).Target
+	topic := kafkatest.UniqueName(t, "checkpoints")
+	c.CreateTopic(t, topic, 1, map[string]string{"cleanup.policy": "compact"})
+	pub, err := kafkalog.NewCheckpointPublisher([]string{c.Bootstrap}, c.SaramaConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	errMoved := errors.New("shard moved")
+	for _, refuse := range []bool{true, false} {
+		msg := message.NewMessage("1", []byte("v"))
+		msg.Metadata.Set(envelope.MetaKey, "k")
+		msg.SetContext(targetgroup.WithBeforeSend(context.Background(), func(context.Context) error {
+			if refuse {
+				return errMoved
+			}
+			return nil
+		}))
+		err := pub.Publish(topic, msg)
+		if refuse != errors.Is(err, errMoved) {
+			t.Fatalf("refuse=%v: Publish = %v", refuse, err)
+		}
+	}
+	if got := len(c.ReadAll(t, topic)); got != 1 {
+		t.Fatalf("read %d records, want the one whose check passed", got)
 	}
 }

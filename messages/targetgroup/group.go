@@ -80,12 +80,14 @@ func WithCommitLinks(ctx context.Context, links []trace.Link) context.Context {
 // beforeSendKey is the context key of WithBeforeSend's check.
 type beforeSendKey struct{}
 
-// WithBeforeSend returns ctx carrying check, which a Groups.Commit calls
-// right before each commit request leaves: after waiting for a connection,
-// and before each retry. An error from it stops the commit (its partitions
-// are then Retriable). The commit stage confirms there that it still owns
-// the group's shard, so a process paused while its request waited sends
-// nothing on a confirmation from before the pause.
+// WithBeforeSend returns ctx carrying check, which a writer to the target
+// calls right before its request leaves: a Groups.Commit after waiting for
+// a connection and before each retry (an error stops the commit, its
+// partitions then Retriable), the checkpoint publisher with the first
+// record's context before it hands the records to its producer. The commit
+// stage and the outbox confirm there that they still own the shards, so a
+// process paused while its write waited sends nothing on a confirmation
+// from before the pause.
 func WithBeforeSend(ctx context.Context, check func(context.Context) error) context.Context {
 	return context.WithValue(ctx, beforeSendKey{}, check)
 }
