@@ -760,7 +760,7 @@ func (f *fixture) failOver(t *testing.T, group, topic string, committed map[mess
 }
 
 // checkRollsSegments checks that a compacted topic checkpointd created
-// closes its segments within an hour or 16 MiB: Kafka compacts closed
+// closes its segments within an hour or 128 MiB: Kafka compacts closed
 // segments only, and a new shard owner reads the topic back whole.
 func checkRollsSegments(t *testing.T, c *kafkatest.Cluster, topic string) {
 	t.Helper()
@@ -772,7 +772,7 @@ func checkRollsSegments(t *testing.T, c *kafkatest.Cluster, topic string) {
 	for _, e := range entries {
 		got[e.Name] = e.Value
 	}
-	for k, want := range map[string]string{"cleanup.policy": "compact", "segment.ms": "3600000", "segment.bytes": "16777216"} {
+	for k, want := range map[string]string{"cleanup.policy": "compact", "segment.ms": "3600000", "segment.bytes": "134217728"} {
 		if got[k] != want {
 			t.Errorf("%s: %s=%q, want %q", topic, k, got[k], want)
 		}
