@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/checkpointd/checkpointd/infra/metrics"
 	runhistory "github.com/checkpointd/checkpointd/internal/testbed/history"
 	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/pipeline"
@@ -62,17 +59,7 @@ func TestChaosShort(t *testing.T) {
 		{"checkpointd.health.stage.failure.timeout.ms", fmt.Sprint(healthTimeout.Milliseconds())},
 	}
 	cfg := loadConfig(t, writeConfig(t, "chaos.yaml", props))
-	m := metrics.New(metrics.Config{Source: cfg.SourceAlias, Target: cfg.TargetAlias, Registry: prometheus.NewRegistry()})
-	var health metrics.Health
-	srv, err := metrics.Listen("127.0.0.1:0", m, &health, testLogger(t, "http"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stopServing := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serveCtx) }()
-	defer func() { stopServing(); <-served }()
-	base := "http://" + srv.Addr()
+	m, health, base := serveMetrics(t, cfg)
 
 	p, err := pipeline.New(ctx, cfg, pipeline.WithLogger(testLogger(t, "chaos")), pipeline.WithMetrics(m))
 	if err != nil {

@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/checkpointd/checkpointd/handlers"
 	"github.com/checkpointd/checkpointd/infra/config"
+	"github.com/checkpointd/checkpointd/infra/metrics"
 	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/messages/targetgroup"
@@ -981,4 +983,21 @@ func (m *member) waitJoined(t *testing.T, what string) {
 	case <-time.After(waitTimeout):
 		t.Fatalf("%s did not join its group within %s", what, waitTimeout)
 	}
+}
+
+// serveMetrics serves a new Metrics and Health for cfg's flow on a loopback
+// port until the test ends, and returns them with the server's base URL.
+func serveMetrics(t *testing.T, cfg *config.Config) (*metrics.Metrics, *metrics.Health, string) {
+	t.Helper()
+	m := metrics.New(metrics.Config{Source: cfg.SourceAlias, Target: cfg.TargetAlias, Registry: prometheus.NewRegistry()})
+	health := &metrics.Health{}
+	srv, err := metrics.Listen("127.0.0.1:0", m, health, testLogger(t, "http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	t.Cleanup(func() { stop(); <-served })
+	return m, health, "http://" + srv.Addr()
 }

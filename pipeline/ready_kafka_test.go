@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/checkpointd/checkpointd/infra/metrics"
 	"github.com/checkpointd/checkpointd/internal/testbed/kafkatest"
 	"github.com/checkpointd/checkpointd/messages"
 	"github.com/checkpointd/checkpointd/pipeline"
@@ -66,17 +64,7 @@ func TestReadinessTargetDownUnderLoad(t *testing.T) {
 		{"checkpointd.health.stage.failure.timeout.ms", "3000"},
 	}
 	cfg := loadConfig(t, writeConfig(t, "ready.yaml", props))
-	m := metrics.New(metrics.Config{Source: cfg.SourceAlias, Target: cfg.TargetAlias, Registry: prometheus.NewRegistry()})
-	var health metrics.Health
-	srv, err := metrics.Listen("127.0.0.1:0", m, &health, testLogger(t, "http"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stopServing := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serveCtx) }()
-	defer func() { stopServing(); <-served }()
-	base := "http://" + srv.Addr()
+	m, health, base := serveMetrics(t, cfg)
 
 	logger := testLogger(t, "ready")
 	p, err := pipeline.New(ctx, cfg, pipeline.WithLogger(logger), pipeline.WithMetrics(m))
