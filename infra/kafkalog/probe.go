@@ -36,17 +36,7 @@ func (t tailProbe) firstDeliverable(topic string, partition int32, from, limit i
 		if err != nil {
 			return from, fmt.Errorf("leader of partition %d: %w", partition, err)
 		}
-		req := &sarama.FetchRequest{
-			Version:  kafkaproto.Fetch(cfg.Version),
-			MaxBytes: probeBytes,
-		}
-		if req.Version >= 4 {
-			req.Isolation = cfg.Consumer.IsolationLevel
-		}
-		if req.Version >= 7 { // no fetch session
-			req.SessionID, req.SessionEpoch = 0, -1
-		}
-		req.AddBlock(topic, partition, from, probeBytes, -1)
+		req := kafkaproto.FetchOne(cfg.Version, cfg.Consumer.IsolationLevel, topic, partition, from, probeBytes, 0, 0)
 		resp, err := leader.Fetch(req)
 		if err != nil {
 			return from, fmt.Errorf("probe fetch of partition %d on broker %d: %w", partition, leader.ID(), err)

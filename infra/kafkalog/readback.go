@@ -224,19 +224,8 @@ func (r *backReader) fetch(p int32, from int64) (*sarama.FetchResponseBlock, err
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}
-	req := &sarama.FetchRequest{
-		Version:     kafkaproto.Fetch(sc.Version),
-		MaxBytes:    readBackBytes,
-		MinBytes:    1,
-		MaxWaitTime: 500, // ms; records below the end are there, so it answers at once
-	}
-	if req.Version >= 4 {
-		req.Isolation = sc.Consumer.IsolationLevel
-	}
-	if req.Version >= 7 { // no fetch session
-		req.SessionID, req.SessionEpoch = 0, -1
-	}
-	req.AddBlock(r.topic, p, from, readBackBytes, -1)
+	// Records below the end are there, so it answers at once.
+	req := kafkaproto.FetchOne(sc.Version, sc.Consumer.IsolationLevel, r.topic, p, from, readBackBytes, 1, 500)
 	resp, err := leader.Fetch(req)
 	if err != nil {
 		_ = leader.Close() // sarama reopens it on next use

@@ -61,3 +61,22 @@ func DescribeGroups(kv sarama.KafkaVersion) int16 { return describeGroups.pick(k
 
 // Fetch is the Fetch version to send for Kafka version kv.
 func Fetch(kv sarama.KafkaVersion) int16 { return fetch.pick(kv) }
+
+// FetchOne is a Fetch request, at the version for Kafka version kv, for one
+// partition from offset from, up to size bytes, with the isolation level,
+// and outside any fetch session: the one-off reads checkpointd makes of a
+// partition's leader itself (a restore's read-back, the tail probe, exact
+// translation's record ranges). The broker answers once minBytes are there
+// or maxWaitMs have passed.
+func FetchOne(kv sarama.KafkaVersion, isolation sarama.IsolationLevel, topic string, partition int32, from int64,
+	size, minBytes, maxWaitMs int32) *sarama.FetchRequest {
+	req := &sarama.FetchRequest{Version: Fetch(kv), MaxBytes: size, MinBytes: minBytes, MaxWaitTime: maxWaitMs}
+	if req.Version >= 4 {
+		req.Isolation = isolation
+	}
+	if req.Version >= 7 { // no fetch session
+		req.SessionID, req.SessionEpoch = 0, -1
+	}
+	req.AddBlock(topic, partition, from, size, -1)
+	return req
+}

@@ -57,3 +57,28 @@ func TestTablesNewestFirst(t *testing.T) {
 		}
 	}
 }
+
+// A one-off fetch asks for one partition outside any fetch session, with
+// the isolation level where the version carries one.
+func TestFetchOne(t *testing.T) {
+	for _, tt := range []struct {
+		kv          sarama.KafkaVersion
+		wantSession bool // SessionEpoch -1: no fetch session
+		wantIsolate bool
+	}{
+		{sarama.V4_1_0_0, true, true},
+		{sarama.V0_11_0_0, false, true},
+		{sarama.V0_10_0_0, false, false},
+	} {
+		req := FetchOne(tt.kv, sarama.ReadCommitted, "t", 3, 42, 1024, 1, 500)
+		if req.Version != Fetch(tt.kv) || req.MaxBytes != 1024 || req.MinBytes != 1 || req.MaxWaitTime != 500 {
+			t.Errorf("%s: request %+v", tt.kv, req)
+		}
+		if got := req.SessionEpoch == -1; got != tt.wantSession {
+			t.Errorf("%s: outside a fetch session = %v, want %v", tt.kv, got, tt.wantSession)
+		}
+		if got := req.Isolation == sarama.ReadCommitted; got != tt.wantIsolate {
+			t.Errorf("%s: isolation read_committed = %v, want %v", tt.kv, got, tt.wantIsolate)
+		}
+	}
+}

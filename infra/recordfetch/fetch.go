@@ -101,14 +101,8 @@ func (r *Reader) Fetch(ctx context.Context, topic string, partition int32, from,
 	if budget.Limit > 0 {
 		size = int32(max(1, min(int64(fetchBytes), budget.Limit-budget.Used)))
 	}
-	req := &sarama.FetchRequest{Version: kafkaproto.Fetch(sc.Version), MaxBytes: size, MinBytes: 1, MaxWaitTime: 100}
-	if req.Version >= 4 {
-		req.Isolation = sarama.ReadUncommitted
-	}
-	if req.Version >= 7 { // no fetch session
-		req.SessionID, req.SessionEpoch = 0, -1
-	}
-	req.AddBlock(topic, partition, from, size, -1)
+	// Uncommitted: the search must see transactional batches to fall back.
+	req := kafkaproto.FetchOne(sc.Version, sarama.ReadUncommitted, topic, partition, from, size, 1, 100)
 	resp, err := leader.Fetch(req)
 	if err != nil {
 		_ = leader.Close() // sarama reopens it on next use
